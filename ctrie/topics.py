@@ -1,0 +1,297 @@
+"""The topic model: dialects, validation and the reference matcher.
+
+Three dialects are supported (see ``api.md`` for the table this module implements):
+
+========  =========  =========  ==============================================
+dialect   separator  one level  many levels
+========  =========  =========  ==============================================
+``NATS``  ``.``      ``*``      ``>``: one or more tokens, last token only
+``AMQP``  ``.``      ``*``      ``#``: zero or more words, anywhere
+``MQTT``  ``/``      ``+``      ``#``: zero or more levels, last level only
+========  =========  =========  ==============================================
+
+:func:`validate_pattern` and :func:`validate_topic` split a string into its words and raise
+:class:`~ctrie.errors.InvalidTopicError` naming the string and the rule it breaks.
+:func:`matches` is the plain reference matcher that every matcher of the package is tested
+against; it is written for obviousness, not speed.
+
+All functions here are pure and thread-safe.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Callable
+from typing import Union
+
+from .errors import InvalidTopicError
+
+__all__ = [
+    "Dialect",
+    "DialectLike",
+    "validate_pattern",
+    "validate_topic",
+    "matches",
+    "pattern_validator",
+    "topic_validator",
+    "require_hashable",
+]
+
+
+class Dialect(enum.Enum):
+    """A topic dialect: separator, wildcard words and their rules.
+
+    Members carry their syntax as attributes: ``separator``, ``single`` (the one-level
+    wildcard), ``multi`` (the many-level wildcard), ``multi_min`` (how many words the
+    many-level wildcard needs at least: 1 for NATS ``>``, 0 otherwise) and
+    ``multi_last_only`` (whether it may only end a pattern).
+    """
+
+    NATS = "nats"
+    AMQP = "amqp"
+    MQTT = "mqtt"
+
+    separator: str
+    single: str
+    multi: str
+    multi_min: int
+    multi_last_only: bool
+
+    @classmethod
+    def coerce(cls, value: DialectLike) -> Dialect:
+        """Return the member for ``value``: a member, or its name (``"nats"``, ``"AMQP"``...)."""
+        if isinstance(value, Dialect):
+            return value
+        if isinstance(value, str):
+            try:
+                return cls(value.lower())
+            except ValueError:
+                pass
+            raise ValueError(
+                f"unknown dialect {value!r}: expected one of "
+                + ", ".join(repr(d.value) for d in cls)
+            )
+        raise TypeError(f"dialect must be a Dialect or its name, not {type(value).__name__}")
+
+
+DialectLike = Union[Dialect, str]
+
+for _d, _syntax in {
+    Dialect.NATS: (".", "*", ">", 1, True),
+    Dialect.AMQP: (".", "*", "#", 0, False),
+    Dialect.MQTT: ("/", "+", "#", 0, True),
+}.items():
+    (_d.separator, _d.single, _d.multi, _d.multi_min, _d.multi_last_only) = _syntax
+del _d, _syntax
+
+# ``\s`` on a str pattern is exactly the set of characters for which ``str.isspace()`` holds.
+_WHITESPACE = re.compile(r"\s")
+
+# The rules, worded once so that every error names the same rule the same way.
+R_NOT_EMPTY = "must not be empty"
+R_EMPTY_TOKEN = "empty tokens are not allowed (no leading, trailing or doubled '.')"
+R_WHITESPACE = "tokens must not contain whitespace"
+R_NATS_FWC_LAST = "'>' may only be the last token"
+R_LITERAL_NATS = "a topic must be literal: '*' and '>' are not allowed as tokens"
+R_EMPTY_WORD = "empty words are not allowed (no leading, trailing or doubled '.')"
+R_LITERAL_AMQP = "a topic must be literal: '*' and '#' are not allowed as words"
+R_MQTT_NUL = "must not contain the null character U+0000"
+R_MQTT_WHOLE_LEVEL = "'+' and '#' must occupy a whole level"
+R_MQTT_HASH_LAST = "'#' may only be the last level"
+R_MQTT_TOPIC_WILDCARD = "a topic name must not contain '+' or '#'"
+
+
+def _str_or_type_error(value: object, kind: str) -> None:
+    if not isinstance(value, str):
+        raise TypeError(f"{kind} must be a str, not {type(value).__name__}: {value!r}")
+
+
+def require_hashable(subscriber: object) -> None:
+    """Raise ``TypeError`` naming ``subscriber`` if it cannot be hashed."""
+    try:
+        hash(subscriber)
+    except TypeError:
+        raise TypeError(
+            f"subscriber must be hashable, not {type(subscriber).__name__}: {subscriber!r}"
+        ) from None
+
+
+# --- NATS -----------------------------------------------------------------------------------
+
+
+def _nats_pattern(pattern: str) -> list[str]:
+    _str_or_type_error(pattern, "pattern")
+    words = pattern.split(".")
+    if not pattern:
+        raise InvalidTopicError(pattern, "pattern", "nats", R_NOT_EMPTY)
+    if "" in words:
+        raise InvalidTopicError(pattern, "pattern", "nats", R_EMPTY_TOKEN)
+    if _WHITESPACE.search(pattern):
+        raise InvalidTopicError(pattern, "pattern", "nats", R_WHITESPACE)
+    if ">" in words and words.index(">") != len(words) - 1:
+        raise InvalidTopicError(pattern, "pattern", "nats", R_NATS_FWC_LAST)
+    return words
+
+
+def _nats_topic(topic: str) -> list[str]:
+    _str_or_type_error(topic, "topic")
+    words = topic.split(".")
+    if not topic:
+        raise InvalidTopicError(topic, "topic", "nats", R_NOT_EMPTY)
+    if "" in words:
+        raise InvalidTopicError(topic, "topic", "nats", R_EMPTY_TOKEN)
+    if _WHITESPACE.search(topic):
+        raise InvalidTopicError(topic, "topic", "nats", R_WHITESPACE)
+    if "*" in words or ">" in words:
+        raise InvalidTopicError(topic, "topic", "nats", R_LITERAL_NATS)
+    return words
+
+
+# --- AMQP -----------------------------------------------------------------------------------
+
+
+def _amqp_pattern(pattern: str) -> list[str]:
+    _str_or_type_error(pattern, "pattern")
+    words = pattern.split(".")
+    if not pattern:
+        raise InvalidTopicError(pattern, "pattern", "amqp", R_NOT_EMPTY)
+    if "" in words:
+        raise InvalidTopicError(pattern, "pattern", "amqp", R_EMPTY_WORD)
+    return words
+
+
+def _amqp_topic(topic: str) -> list[str]:
+    _str_or_type_error(topic, "topic")
+    words = topic.split(".")
+    if not topic:
+        raise InvalidTopicError(topic, "topic", "amqp", R_NOT_EMPTY)
+    if "" in words:
+        raise InvalidTopicError(topic, "topic", "amqp", R_EMPTY_WORD)
+    if "*" in words or "#" in words:
+        raise InvalidTopicError(topic, "topic", "amqp", R_LITERAL_AMQP)
+    return words
+
+
+# --- MQTT -----------------------------------------------------------------------------------
+
+
+def _mqtt_pattern(pattern: str) -> list[str]:
+    _str_or_type_error(pattern, "pattern")
+    if not pattern:
+        raise InvalidTopicError(pattern, "pattern", "mqtt", "must be at least one character")
+    if "\x00" in pattern:
+        raise InvalidTopicError(pattern, "pattern", "mqtt", R_MQTT_NUL)
+    words = pattern.split("/")
+    if "+" in pattern or "#" in pattern:
+        last = len(words) - 1
+        for i, level in enumerate(words):
+            if level == "#":
+                if i != last:
+                    raise InvalidTopicError(pattern, "pattern", "mqtt", R_MQTT_HASH_LAST)
+            elif level != "+" and ("+" in level or "#" in level):
+                raise InvalidTopicError(pattern, "pattern", "mqtt", R_MQTT_WHOLE_LEVEL)
+    return words
+
+
+def _mqtt_topic(topic: str) -> list[str]:
+    _str_or_type_error(topic, "topic")
+    if not topic:
+        raise InvalidTopicError(topic, "topic", "mqtt", "must be at least one character")
+    if "+" in topic or "#" in topic:
+        raise InvalidTopicError(topic, "topic", "mqtt", R_MQTT_TOPIC_WILDCARD)
+    if "\x00" in topic:
+        raise InvalidTopicError(topic, "topic", "mqtt", R_MQTT_NUL)
+    return topic.split("/")
+
+
+_PATTERN = {Dialect.NATS: _nats_pattern, Dialect.AMQP: _amqp_pattern, Dialect.MQTT: _mqtt_pattern}
+_TOPIC = {Dialect.NATS: _nats_topic, Dialect.AMQP: _amqp_topic, Dialect.MQTT: _mqtt_topic}
+
+
+def pattern_validator(dialect: DialectLike) -> Callable[[str], list[str]]:
+    """The validating splitter for patterns of ``dialect`` (for matchers' hot paths)."""
+    return _PATTERN[Dialect.coerce(dialect)]
+
+
+def topic_validator(dialect: DialectLike) -> Callable[[str], list[str]]:
+    """The validating splitter for topics of ``dialect`` (for matchers' hot paths)."""
+    return _TOPIC[Dialect.coerce(dialect)]
+
+
+def validate_pattern(pattern: str, dialect: DialectLike = Dialect.NATS) -> list[str]:
+    """Check a subscription pattern (an MQTT *filter*) and return its words, in order.
+
+    Raises ``TypeError`` if ``pattern`` is not a ``str`` and
+    :class:`~ctrie.errors.InvalidTopicError` naming the pattern and the broken rule
+    otherwise. O(len(pattern)).
+    """
+    return _PATTERN[Dialect.coerce(dialect)](pattern)
+
+
+def validate_topic(topic: str, dialect: DialectLike = Dialect.NATS) -> list[str]:
+    """Check a published topic (a literal: no wildcards) and return its words, in order.
+
+    Raises ``TypeError`` if ``topic`` is not a ``str`` and
+    :class:`~ctrie.errors.InvalidTopicError` naming the topic and the broken rule
+    otherwise. O(len(topic)).
+    """
+    return _TOPIC[Dialect.coerce(dialect)](topic)
+
+
+def matches(pattern: str, topic: str, dialect: DialectLike = Dialect.NATS) -> bool:
+    """The reference matcher: does ``pattern`` match ``topic`` in ``dialect``?
+
+    Both strings are validated first (and errors raised as by the validators). The match is
+    a simulation of the pattern read as a nondeterministic automaton: the set of pattern
+    positions reachable after each topic word. That is O(len(pattern words) x len(topic
+    words)) whatever the wildcards, so AMQP patterns such as ``#.a.#.b.#`` cannot blow up.
+    """
+    d = Dialect.coerce(dialect)
+    pwords = _PATTERN[d](pattern)
+    twords = _TOPIC[d](topic)
+    if d is Dialect.MQTT and twords[0].startswith("$") and pwords[0] in ("+", "#"):
+        return False  # MQTT 4.7.2: a leading wildcard does not match a '$' topic
+    # Rewrite the many-level wildcard as "zero or more words" (ZERO_OR_MORE); NATS '>' needs
+    # one word first, so it becomes ONE followed by ZERO_OR_MORE.
+    program: list[object] = []
+    for w in pwords:
+        if w == d.single:
+            program.append(_ONE)
+        elif w == d.multi:
+            if d.multi_min:
+                program.append(_ONE)
+            program.append(_ZERO_OR_MORE)
+        else:
+            program.append(w)
+    end = len(program)
+
+    def closure(states: set[int]) -> set[int]:
+        # ZERO_OR_MORE may consume nothing: its successor is reachable too.
+        todo = list(states)
+        while todo:
+            i = todo.pop()
+            if i < end and program[i] is _ZERO_OR_MORE and i + 1 not in states:
+                states.add(i + 1)
+                todo.append(i + 1)
+        return states
+
+    states = closure({0})
+    for word in twords:
+        nxt: set[int] = set()
+        for i in states:
+            if i == end:
+                continue
+            step = program[i]
+            if step is _ZERO_OR_MORE:
+                nxt.add(i)  # consume the word and stay
+            elif step is _ONE or step == word:
+                nxt.add(i + 1)
+        if not nxt:
+            return False
+        states = closure(nxt)
+    return end in states
+
+
+_ONE = object()
+_ZERO_OR_MORE = object()
