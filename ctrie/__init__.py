@@ -5,6 +5,7 @@ reference :func:`matches`), the errors every matcher raises, the :class:`Matcher
 and :class:`CSTrie`, the lock-free Ctrie-style subscription trie.
 """
 
+from .cstrie import CSTrie
 from .errors import InvalidTopicError, ReadOnlyError, UnsupportedPatternError
 from .protocol import Matcher
 from .topics import Dialect, matches, validate_pattern, validate_topic
@@ -12,6 +13,7 @@ from .topics import Dialect, matches, validate_pattern, validate_topic
 __version__ = "0.1.0"
 
 __all__ = [
+    "CSTrie",
     "Dialect",
     "InvalidTopicError",
     "Matcher",

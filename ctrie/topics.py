@@ -120,6 +120,13 @@ def require_hashable(subscriber: object) -> None:
 # --- NATS -----------------------------------------------------------------------------------
 
 
+def _has_whitespace(s: str) -> bool:
+    # In printable ASCII the only whitespace is ' ': a cheap test for the common case.
+    if s.isascii() and s.isprintable():
+        return " " in s
+    return _WHITESPACE.search(s) is not None
+
+
 def _nats_pattern(pattern: str) -> list[str]:
     _str_or_type_error(pattern, "pattern")
     words = pattern.split(".")
@@ -127,7 +134,7 @@ def _nats_pattern(pattern: str) -> list[str]:
         raise InvalidTopicError(pattern, "pattern", "nats", R_NOT_EMPTY)
     if "" in words:
         raise InvalidTopicError(pattern, "pattern", "nats", R_EMPTY_TOKEN)
-    if _WHITESPACE.search(pattern):
+    if _has_whitespace(pattern):
         raise InvalidTopicError(pattern, "pattern", "nats", R_WHITESPACE)
     if ">" in words and words.index(">") != len(words) - 1:
         raise InvalidTopicError(pattern, "pattern", "nats", R_NATS_FWC_LAST)
@@ -135,13 +142,20 @@ def _nats_pattern(pattern: str) -> list[str]:
 
 
 def _nats_topic(topic: str) -> list[str]:
+    # Hot path (every lookup): printable ASCII without space, '*' or '>' needs only the
+    # empty-token test. Anything else takes the full checks below.
+    if isinstance(topic, str) and topic.isascii() and topic.isprintable() and " " not in topic \
+            and "*" not in topic and ">" not in topic:
+        words = topic.split(".")
+        if "" not in words:
+            return words
     _str_or_type_error(topic, "topic")
     words = topic.split(".")
     if not topic:
         raise InvalidTopicError(topic, "topic", "nats", R_NOT_EMPTY)
     if "" in words:
         raise InvalidTopicError(topic, "topic", "nats", R_EMPTY_TOKEN)
-    if _WHITESPACE.search(topic):
+    if _has_whitespace(topic):
         raise InvalidTopicError(topic, "topic", "nats", R_WHITESPACE)
     if "*" in words or ">" in words:
         raise InvalidTopicError(topic, "topic", "nats", R_LITERAL_NATS)
@@ -162,6 +176,10 @@ def _amqp_pattern(pattern: str) -> list[str]:
 
 
 def _amqp_topic(topic: str) -> list[str]:
+    if isinstance(topic, str) and "*" not in topic and "#" not in topic:  # hot path
+        words = topic.split(".")
+        if "" not in words:
+            return words
     _str_or_type_error(topic, "topic")
     words = topic.split(".")
     if not topic:

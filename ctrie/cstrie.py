@@ -1,0 +1,558 @@
+"""The CS-trie: a lock-free concurrent subscription trie with O(1) snapshots.
+
+After the Ctrie of Prokopec, Bronson, Bagwell and Odersky ("Concurrent Tries with Efficient
+Non-Blocking Snapshots", PPoPP 2012) as generalised to subscription tries by the second
+article of ``seeds/002_*``. Pattern ``a.b.c`` is the path of branches ``a``, ``b``, ``c`` from
+the root; its subscribers sit on the last branch. Wildcard words are branches like any other.
+
+Concurrency in one paragraph: every I-node's main node changes only through GCAS
+(:mod:`ctrie.gcas`), the root only through RDCSS (:mod:`ctrie.rdcss`); C-nodes are never
+modified once published. A writer copies the C-node it changes and publishes the copy with
+one GCAS; the commit is its linearization point, and a lost race re-reads from the root and
+retries. No thread ever waits for another: whoever meets a pending GCAS, a pending RDCSS or a
+tomb completes or cleans it and carries on. No locks are taken anywhere.
+
+Lookups read main nodes with GCAS_READ and never write, except to complete a pending GCAS or
+compress a tomb they meet. A lookup that reads more than one I-node validates its reads
+(double collect): it re-reads each I-node it visited and retries if any changed. Without
+that, a lookup whose wildcards send it down two subtrees could combine a state of one subtree
+from before a write with a state of the other from after a later write, a result no single
+instant ever had. With it, all the main nodes read were in place together at the instant the
+validation began, and the lookup linearizes there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterator
+from typing import Optional
+
+from cereggii import AtomicRef
+
+from .errors import ReadOnlyError
+from .gcas import GCAS, gcas_complete, gcas_read
+from .nodes import EMPTY, Branch, CNode, Gen, INode, MainNode, TNode
+from .rdcss import rdcss_read_root, rdcss_root
+from .topics import Dialect, DialectLike, pattern_validator, require_hashable, topic_validator
+
+__all__ = ["CSTrie"]
+
+# Results of the recursive update steps: RESTART re-reads the root and tries again.
+_RESTART = object()
+
+
+class _Restart(Exception):
+    """Raised inside a lookup that met a tomb (after helping to clean it)."""
+
+
+class CSTrie:
+    """A lock-free subscription trie implementing the :class:`~ctrie.Matcher` protocol.
+
+    Thread-safety: every method may be called from any number of threads at once, on CPython
+    with or without the GIL; every method is linearizable and none takes a lock.
+
+    Complexity, with ``k`` the number of words of the pattern or topic:
+
+    - ``subscribe`` / ``unsubscribe``: O(k) levels; each level reached costs a dict lookup,
+      and the one C-node changed is copied (O(its branches)). Retries on contention.
+    - ``lookup``: O(k) per matching path without a multi-level wildcard inside a pattern;
+      AMQP ``#`` inside patterns is O(visited nodes x k) at worst (memoised, never
+      exponential).
+    - ``snapshot`` / ``read_only_snapshot``: O(1); the cost is paid lazily by writers, which
+      copy each I-node of an older generation the first time they pass it.
+    - ``subscriptions`` / ``len``: O(size of the trie), on a read-only snapshot.
+
+    >>> t = CSTrie()
+    >>> t.subscribe("stock.*.ibm", "alice")
+    >>> t.subscribe("stock.>", "bob")
+    >>> sorted(t.lookup("stock.nyse.ibm"))
+    ['alice', 'bob']
+    >>> frozen = t.read_only_snapshot()
+    >>> t.unsubscribe("stock.>", "bob")
+    True
+    >>> sorted(t.lookup("stock.nyse.ibm")), sorted(frozen.lookup("stock.nyse.ibm"))
+    (['alice'], ['alice', 'bob'])
+    """
+
+    __slots__ = (
+        "dialect",
+        "_root",
+        "_readonly",
+        "_validate_pattern",
+        "_validate_topic",
+        "_single",
+        "_multi",
+        "_lookup_impl",
+    )
+
+    def __init__(self, dialect: DialectLike = Dialect.NATS, *, _root: Optional[INode] = None,
+                 _readonly: bool = False) -> None:
+        d = Dialect.coerce(dialect)
+        self.dialect = d
+        self._single = d.single
+        self._multi = d.multi
+        self._validate_pattern = pattern_validator(d)
+        self._validate_topic = topic_validator(d)
+        self._readonly = _readonly
+        if _root is None:
+            _root = INode(CNode({}, d.single, d.multi), Gen())
+        # The root reference holds an INode or, while a snapshot swaps it, a descriptor.
+        self._root = AtomicRef(_root)
+        self._lookup_impl = {
+            Dialect.NATS: self._lookup_nats_mqtt,
+            Dialect.MQTT: self._lookup_nats_mqtt,
+            Dialect.AMQP: self._lookup_amqp,
+        }[d]
+
+    # --- root -------------------------------------------------------------------------------
+
+    def _read_root(self, abort: bool = False) -> INode:
+        r = self._root.get()
+        if type(r) is INode:
+            return r
+        return rdcss_read_root(self, abort)
+
+    # --- snapshots --------------------------------------------------------------------------
+
+    def _swap_root_generation(self) -> tuple[INode, MainNode]:
+        """Give this trie's root a new generation (RDCSS), returning the old root and its
+        main node. From then on both the old root and every I-node below it are frozen:
+        GCAS on them aborts, because no root has their generation any more."""
+        while True:
+            r = self._read_root()
+            expected = gcas_read(r, self)
+            if rdcss_root(self, r, expected, INode(expected, Gen())):
+                return r, expected
+
+    def snapshot(self) -> CSTrie:
+        """An O(1), consistent, writable copy; the two tries are independent afterwards.
+
+        Linearizes at the RDCSS that renews this trie's root generation. The copy gets a
+        root of its own, new generation over the same main node; each side copies the shared
+        I-nodes lazily, on its first write below them.
+        """
+        if self._readonly:
+            return self._copy(readonly=False)
+        _, expected = self._swap_root_generation()
+        return CSTrie(self.dialect, _root=INode(expected, Gen()))
+
+    def read_only_snapshot(self) -> CSTrie:
+        """An O(1), consistent, read-only view; ``subscribe``/``unsubscribe`` on it raise
+        :class:`~ctrie.ReadOnlyError`. It keeps the old root, which no writer touches again."""
+        if self._readonly:
+            return self
+        old_root, _ = self._swap_root_generation()
+        return CSTrie(self.dialect, _root=old_root, _readonly=True)
+
+    def _copy(self, readonly: bool) -> CSTrie:
+        root = self._read_root()
+        return CSTrie(self.dialect, _root=INode(gcas_read(root, self), Gen()), _readonly=readonly)
+
+    # --- subscribe --------------------------------------------------------------------------
+
+    def subscribe(self, pattern: str, subscriber: Hashable) -> None:
+        """Add ``subscriber`` to ``pattern`` (idempotent). O(k) plus one C-node copy.
+
+        Raises ``TypeError``/:class:`~ctrie.InvalidTopicError` on bad input (the trie is
+        unchanged) and :class:`~ctrie.ReadOnlyError` on a read-only snapshot.
+        """
+        if self._readonly:
+            raise ReadOnlyError("subscribe on a read-only snapshot")
+        words = self._validate_pattern(pattern)
+        require_hashable(subscriber)
+        while self._insert(self._read_root(), words, subscriber) is _RESTART:
+            pass
+
+    def _chain(self, words: list[str], j: int, subscriber: Hashable, gen: Gen) -> INode:
+        """A fresh, unpublished path of I-nodes for ``words[j:]`` ending in ``subscriber``."""
+        single, multi = self._single, self._multi
+        inode = INode(CNode({words[-1]: Branch(frozenset((subscriber,)), None)}, single, multi), gen)
+        for k in range(len(words) - 2, j - 1, -1):
+            inode = INode(CNode({words[k]: Branch(EMPTY, inode)}, single, multi), gen)
+        return inode
+
+    def _insert(self, root: INode, words: list[str], subscriber: Hashable) -> object:
+        startgen = root.gen
+        single, multi = self._single, self._multi
+        inode, parent, pword = root, None, None
+        last = len(words) - 1
+        i = 0
+        while True:
+            m = gcas_read(inode, self)
+            if type(m) is not CNode:
+                # A tomb: help compress it out of its parent, then start again.
+                self._compress_branch(parent, inode, pword, parent is root, startgen)
+                return _RESTART
+            w = words[i]
+            b = m.branches.get(w)
+            if i == last:
+                if b is None:
+                    nb = Branch(frozenset((subscriber,)), None)
+                elif subscriber in b.subs:
+                    return None  # already there: linearizes at the read of m
+                else:
+                    nb = Branch(b.subs | {subscriber}, b.inode)
+                # Linearization point: the commit of this GCAS.
+                return None if GCAS(inode, m, m.updated(w, nb, single, multi), self) else _RESTART
+            child = None if b is None else b.inode
+            if child is None:
+                # Extend the trie with the whole missing path in one GCAS.
+                nb = Branch(EMPTY if b is None else b.subs, self._chain(words, i + 1, subscriber, startgen))
+                return None if GCAS(inode, m, m.updated(w, nb, single, multi), self) else _RESTART
+            if child.gen is not startgen:
+                # The child predates a snapshot: renew this C-node's children into our
+                # generation first, then read this level again.
+                if GCAS(inode, m, self._renewed(m, startgen), self):
+                    continue
+                return _RESTART
+            inode, parent, pword = child, inode, w
+            i += 1
+
+    def _renewed(self, m: CNode, gen: Gen) -> CNode:
+        """A copy of ``m`` whose child I-nodes are copies in generation ``gen``."""
+        branches = {}
+        for w, b in m.branches.items():
+            c = b.inode
+            if c is not None and c.gen is not gen:
+                b = Branch(b.subs, INode(gcas_read(c, self), gen))
+            branches[w] = b
+        return CNode(branches, self._single, self._multi)
+
+    # --- unsubscribe ------------------------------------------------------------------------
+
+    def unsubscribe(self, pattern: str, subscriber: Hashable) -> bool:
+        """Remove ``subscriber`` from ``pattern``; True if the pair was present. O(k).
+
+        Prunes the branch when it is left with no subscribers and no live child; a non-root
+        C-node left without branches becomes a tomb, and each level then compresses the tomb
+        out of its parent, so the trie returns to its empty shape.
+        """
+        if self._readonly:
+            raise ReadOnlyError("unsubscribe on a read-only snapshot")
+        words = self._validate_pattern(pattern)
+        require_hashable(subscriber)
+        while True:
+            root = self._read_root()
+            res = self._remove(root, None, None, words, 0, subscriber, root.gen)
+            if res is not _RESTART:
+                return res  # type: ignore[return-value]
+
+    def _is_tomb(self, inode: INode) -> bool:
+        return type(gcas_read(inode, self)) is TNode
+
+    def _remove(self, inode: INode, parent: Optional[INode], pword: Optional[str],
+                words: list[str], i: int, subscriber: Hashable, startgen: Gen) -> object:
+        """Scala's rec_remove: returns True, False or _RESTART."""
+        single, multi = self._single, self._multi
+        while True:
+            m = gcas_read(inode, self)
+            if type(m) is not CNode:
+                self._compress_branch(parent, inode, pword, i == 1, startgen)
+                return _RESTART
+            w = words[i]
+            b = m.branches.get(w)
+            if b is None:
+                return False
+            if i == len(words) - 1:
+                if subscriber not in b.subs:
+                    return False
+                subs = b.subs - {subscriber}
+                child = b.inode
+                if child is not None and self._is_tomb(child):
+                    child = None  # a tombed child is no live child: drop it here too
+                if subs or child is not None:
+                    nm: MainNode = m.updated(w, Branch(subs, child), single, multi)
+                elif len(m.branches) > 1 or parent is None:
+                    nm = m.removed(w, single, multi)  # the root's C-node may be empty
+                else:
+                    nm = TNode()  # last branch of a non-root C-node: entomb the I-node
+                # Linearization point: the commit of this GCAS.
+                if not GCAS(inode, m, nm, self):
+                    return _RESTART
+                res: object = True
+                break
+            child = b.inode
+            if child is None:
+                return False
+            if child.gen is not startgen:
+                if GCAS(inode, m, self._renewed(m, startgen), self):
+                    continue
+                return _RESTART
+            res = self._remove(child, inode, w, words, i + 1, subscriber, startgen)
+            break
+        if res is True and parent is not None and self._is_tomb(inode):
+            # Scala's cleanParent: this I-node is a tomb now; take it out of the parent so
+            # the trie stays compact. The parent's own level does the same on return.
+            while not self._compress_branch(parent, inode, pword, i == 1, startgen):
+                if self._read_root().gen is not startgen:
+                    break
+        return res
+
+    def _compress_branch(self, parent: Optional[INode], tombed: INode, word: Optional[str],
+                         parent_is_root: bool, startgen: Gen) -> bool:
+        """Take the entombed I-node ``tombed`` out of ``parent``'s branch ``word``.
+
+        Returns True when there is nothing left to do (done here, or by someone else), False
+        when the GCAS lost a race. A tomb is final, so dropping the reference loses nothing;
+        the branch itself goes too when it has no subscribers, and a non-root parent left
+        without branches becomes a tomb in turn.
+        """
+        if parent is None:  # the root is never a tomb
+            return True
+        pm = gcas_read(parent, self)
+        if type(pm) is not CNode:
+            return True
+        b = pm.branches.get(word)  # type: ignore[arg-type]
+        if b is None or b.inode is not tombed:
+            return True  # already compressed, or the branch moved on
+        if parent.gen is not startgen and not self._readonly:
+            return True  # frozen by a snapshot: cleaned after renewal by a later writer
+        single, multi = self._single, self._multi
+        if b.subs:
+            npm: MainNode = pm.updated(word, Branch(b.subs, None), single, multi)  # type: ignore[arg-type]
+        elif len(pm.branches) > 1 or parent_is_root:
+            npm = pm.removed(word, single, multi)  # type: ignore[arg-type]
+        else:
+            npm = TNode()
+        return GCAS(parent, pm, npm, self)
+
+    # --- lookup -----------------------------------------------------------------------------
+
+    def lookup(self, topic: str) -> frozenset:
+        """Every subscriber of every pattern matching the literal ``topic``, once each.
+
+        O(k) per matching path (see the class docstring). Lock-free and linearizable: reads
+        of several I-nodes are validated by a second collect and retried if any changed.
+        """
+        words = self._validate_topic(topic)
+        impl = self._lookup_impl
+        while True:
+            root = self._root.get()
+            if type(root) is not INode:
+                root = self._read_root()
+            hits: list[frozenset] = []
+            seen: list = []
+            try:
+                impl(root, words, hits, seen)
+            except _Restart:
+                continue
+            # Double collect: every I-node read must still hold the main node read from it.
+            # ``seen`` alternates AtomicRef, main node; the comparison runs in C (list
+            # equality tests identity first, and main nodes define no __eq__).
+            if len(seen) > 2 and not self._readonly and list(map(_get, seen[::2])) != seen[1::2]:
+                continue
+            return _union(hits)
+
+    def _tomb_met(self, inode: INode, parent: Optional[INode], word: Optional[str],
+                  parent_is_root: bool, rootgen: Gen) -> None:
+        """A lookup met a tomb. A tomb is an empty subtree, so the lookup may simply read it
+        as one; where it can, it first helps compress it and restarts (the spec: every
+        operation that meets a tomb helps clean it). It cannot in a read-only view, nor under
+        a parent frozen by a snapshot (GCAS there always aborts: retrying would spin)."""
+        if self._readonly or parent is None or parent.gen is not rootgen:
+            return
+        self._compress_branch(parent, inode, word, parent_is_root, rootgen)
+        raise _Restart
+
+    def _lookup_nats_mqtt(self, root: INode, words: list[str], hits: list, seen: list) -> None:
+        """NATS and MQTT: the many-level wildcard ends a pattern, so the walk goes down the
+        trie one word per level and forks only where both the word's branch and the
+        one-level wildcard's branch go deeper (the fork waits on ``forks``). Each state is
+        (I-node, index of the next word); MQTT also visits (child, n) after the last word,
+        for the parent match of ``a/#`` against ``a``.
+
+        Written as one loop for speed (it runs once per published message): no call per
+        level, and no tomb test -- a tomb has no ``fwc``, so meeting one raises
+        AttributeError, handled off the hot path.
+        """
+        n = len(words)
+        mqtt = self.dialect is Dialect.MQTT
+        # MQTT 4.7.2: a leading wildcard does not match a topic that starts with '$'.
+        dollar = mqtt and words[0][:1] == "$"
+        ap = seen.append
+        add = hits.append
+        forks: list = []
+        inode, parent, pword, i = root, None, None, 0
+        while True:
+            ref = inode.main
+            m = ref.get()
+            if m.prev is not None:
+                m = gcas_complete(inode, m, self)
+            ap(ref)
+            ap(m)
+            try:
+                f = m.fwc
+            except AttributeError:
+                if type(m) is not TNode:
+                    raise
+                self._tomb_met(inode, parent, pword, i == 1, root.gen)
+                f = None  # read as the empty subtree it stands for
+                m = _EMPTY_CNODE
+            if f is not None and f.subs and (i or not dollar):
+                add(f.subs)  # NATS '>': here i < n, so one or more words remain; MQTT '#'
+            nxt = None
+            if i < n:
+                w = words[i]
+                b = m.branches.get(w)
+                p = m.pwc
+                if p is not None and not i and dollar:
+                    p = None
+                i += 1
+                if i == n:
+                    if b is not None:
+                        if b.subs:
+                            add(b.subs)
+                        if mqtt:
+                            nxt = b.inode
+                    if p is not None:
+                        if p.subs:
+                            add(p.subs)
+                        if mqtt and p.inode is not None:
+                            if nxt is None:
+                                nxt, w = p.inode, self._single
+                            else:
+                                forks.append((p.inode, inode, self._single, i))
+                else:
+                    if b is not None:
+                        nxt = b.inode
+                    if p is not None and p.inode is not None:
+                        if nxt is None:
+                            nxt, w = p.inode, self._single
+                        else:
+                            forks.append((p.inode, inode, self._single, i))
+            if nxt is not None:
+                inode, parent, pword = nxt, inode, w
+            elif forks:
+                inode, parent, pword, i = forks.pop()
+            else:
+                return
+
+    def _lookup_amqp(self, root: INode, words: list[str], hits: list, seen: list) -> None:
+        """AMQP: '#' matches zero or more words anywhere, so several paths can reach the same
+        (I-node, position); each is expanded once (``done``), which bounds the walk by
+        visited nodes x (k + 1) however the patterns nest '#'."""
+        n = len(words)
+        ap = seen.append
+        add = hits.append
+        done: set = set()
+        trie = self
+
+        def visit(inode: INode, parent: Optional[INode], pword: Optional[str], depth: int, i: int) -> None:
+            key = (id(inode), i)
+            if key in done:
+                return
+            done.add(key)
+            ref = inode.main
+            m = ref.get()
+            if m.prev is not None:
+                m = gcas_complete(inode, m, trie)
+            ap(ref)
+            ap(m)
+            if type(m) is not CNode:
+                return trie._tomb_met(inode, parent, pword, depth == 1, rootgen)
+            h = m.fwc
+            if h is not None:
+                # '#' consumes words[i:j] for every j >= i.
+                if h.subs:
+                    add(h.subs)  # consuming every remaining word
+                if h.inode is not None:
+                    for j in range(i, n + 1):
+                        visit(h.inode, inode, "#", depth + 1, j)
+            if i == n:
+                return
+            w = words[i]
+            i += 1
+            for word, b in ((w, m.branches.get(w)), ("*", m.pwc)):
+                if b is None:
+                    continue
+                if i == n and b.subs:
+                    add(b.subs)
+                if b.inode is not None:
+                    visit(b.inode, inode, word, depth + 1, i)
+
+        rootgen = root.gen
+        visit(root, None, None, 0, 0)
+
+    # --- whole-trie reads -------------------------------------------------------------------
+
+    def _items(self) -> Iterator[tuple[str, frozenset]]:
+        """(pattern, subscribers) of a frozen trie, depth first; call on a read-only view."""
+        sep = self.dialect.separator
+        stack: list[tuple[INode, str]] = [(self._read_root(), "")]
+        while stack:
+            inode, prefix = stack.pop()
+            m = gcas_read(inode, self)
+            if type(m) is not CNode:
+                continue
+            for w, b in m.branches.items():
+                path = prefix + w
+                if b.subs:
+                    yield path, b.subs
+                if b.inode is not None:
+                    stack.append((b.inode, path + sep))
+
+    def subscriptions(self) -> dict[str, frozenset]:
+        """Pattern -> subscribers, consistent as of one instant (read on a read-only
+        snapshot). O(size of the trie)."""
+        return dict(self.read_only_snapshot()._items())
+
+    def __len__(self) -> int:
+        """Number of stored (pattern, subscriber) pairs, as of one instant. O(size)."""
+        return sum(len(s) for _, s in self.read_only_snapshot()._items())
+
+    def __repr__(self) -> str:
+        kind = "read-only " if self._readonly else ""
+        return f"<{kind}CSTrie dialect={self.dialect.value}>"
+
+    # --- invariants -------------------------------------------------------------------------
+
+    def check(self) -> None:
+        """Walk the trie and raise ``AssertionError`` if a structural invariant is broken.
+
+        Meant for quiescent moments (no thread mid-operation). Checks: the root is an I-node
+        holding a C-node; no main node has a pending GCAS; every C-node's wildcard caches
+        agree with its branches; below the root, no tomb and no empty C-node is reachable; a
+        branch without a child has subscribers; generations are consistent (an I-node of the
+        root's generation never hangs below one of an older generation, because renewal
+        works top-down); no I-node is reachable twice.
+        """
+        root = self._root.get()
+        assert type(root) is INode, f"root holds {root!r}, not an I-node (RDCSS pending?)"
+        gen = root.gen
+        seen: set[int] = set()
+        stack: list[tuple[INode, str, bool]] = [(root, "", True)]
+        while stack:
+            inode, path, in_gen = stack.pop()
+            assert id(inode) not in seen, f"I-node reachable twice (at {path!r})"
+            seen.add(id(inode))
+            here = inode.gen is gen
+            assert in_gen or not here, f"I-node of the root's generation below an older one at {path!r}"
+            m = inode.main.get()
+            p = m.prev
+            assert p is None or p.get() is None, f"pending GCAS at {path or '<root>'!r}: {m!r}"
+            is_root = inode is root
+            assert type(m) is CNode or (not is_root and type(m) is TNode), f"bad main node {m!r}"
+            assert type(m) is not TNode, f"reachable tomb at {path!r}"
+            assert is_root or m.branches, f"empty C-node below the root at {path!r}"
+            assert m.pwc is m.branches.get(self._single), f"stale '{self._single}' cache at {path!r}"
+            assert m.fwc is m.branches.get(self._multi), f"stale '{self._multi}' cache at {path!r}"
+            for w, b in m.branches.items():
+                assert type(b) is Branch, f"not a branch at {path + w!r}: {b!r}"
+                assert type(b.subs) is frozenset, f"subscribers not a frozenset at {path + w!r}"
+                if b.inode is None:
+                    assert b.subs, f"leaf branch without subscribers at {path + w!r}"
+                else:
+                    stack.append((b.inode, path + w + self.dialect.separator, in_gen and here))
+
+
+_get = AtomicRef.get
+
+# What a lookup reads in place of a tomb it may not clean: an empty subtree.
+_EMPTY_CNODE = CNode({}, "", "")
+
+
+def _union(hits: list) -> frozenset:
+    if not hits:
+        return EMPTY
+    if len(hits) == 1:
+        return hits[0]  # a branch's own frozenset: immutable, so safe to hand out
+    return EMPTY.union(*hits)

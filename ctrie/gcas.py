@@ -1,0 +1,113 @@
+"""GCAS: generation compare-and-swap of an I-node's main node (Prokopec et al., section 4).
+
+A write to an I-node must succeed only if (1) the I-node still holds the main node the writer
+read and (2) the trie's root still has the I-node's generation, i.e. no snapshot was taken
+since the writer started. One hardware CAS cannot check both, so GCAS proceeds in steps:
+
+1. write ``prev`` of the new node: a fresh ``AtomicRef`` holding the old node (the new node is
+   not yet visible, so a plain write is enough);
+2. CAS the I-node's main from the old node to the new one (the node is now *pending*);
+3. complete (:func:`gcas_complete`): read the root; if its generation is the I-node's and the
+   trie is writable, CAS ``prev`` to None (*committed*: the linearization point of the
+   write); otherwise CAS ``prev`` to a :class:`~ctrie.nodes.FailedNode` and CAS the I-node
+   back to the old node (*aborted*).
+
+Any thread that reads a pending node completes it first (:func:`gcas_read`), so a writer
+parked between steps 2 and 3 never blocks others: that is what keeps the trie lock-free.
+
+Readers test ``node.prev is None`` first: after a commit the completing thread also sets the
+plain attribute ``prev`` to None, a hint that turns later reads into one attribute test. The
+hint is safe because a committed ``prev`` never changes again.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+from cereggii import AtomicRef
+
+from .nodes import FailedNode, INode, MainNode
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .cstrie import CSTrie
+
+__all__ = ["GCAS", "gcas_read", "gcas_complete"]
+
+# The fault-injection hook (see ctrie.faults); None in production.
+_fault = None
+
+
+def gcas_read(inode: INode, trie: CSTrie) -> MainNode:
+    """GCAS_READ: the committed main node of ``inode``, completing a pending GCAS first."""
+    m = inode.main.get()
+    if m.prev is None:
+        return m
+    return gcas_complete(inode, m, trie)
+
+
+def gcas_complete(inode: INode, m: MainNode, trie: CSTrie) -> MainNode:
+    """GCAS_COMPLETE: settle the GCAS that installed ``m`` (if still pending) and return
+    the I-node's committed main node."""
+    while True:
+        p = m.prev
+        if p is None:
+            return m
+        pv = p.get()
+        if pv is None:
+            m.prev = None  # the hint: committed for good
+            return m
+        if type(pv) is FailedNode:
+            # Aborted: restore the node it replaced. If our CAS loses, someone else restored
+            # it (or moved on); re-read the I-node and settle whatever is there now.
+            if _fault is not None and _fault("inode_cas", "before"):
+                m = inode.main.get()
+                continue
+            restored = inode.main.compare_and_set(m, pv.old)
+            if _fault is not None:
+                _fault("inode_cas", "after")
+            if restored:
+                return pv.old
+            m = inode.main.get()
+            continue
+        # Pending. Read the root aborting any RDCSS in progress (completing it could recurse
+        # into this very I-node). A reader can only reach I-nodes of generations no newer
+        # than the root it started from, and the root's generation only moves forward, so
+        # "root gen is the I-node's gen" means no snapshot intervened: commit. Else abort.
+        root = trie._read_root(abort=True)
+        if root.gen is inode.gen and not trie._readonly:
+            if _fault is not None and _fault("gcas_commit", "before"):
+                continue
+            committed = p.compare_and_set(pv, None)
+            if _fault is not None:
+                _fault("gcas_commit", "after")
+            if committed:
+                m.prev = None
+                return m
+            # Lost to a helper that committed or aborted: loop and read its verdict.
+        else:
+            if _fault is None or not _fault("gcas_commit", "before"):
+                p.compare_and_set(pv, FailedNode(pv))
+                if _fault is not None:
+                    _fault("gcas_commit", "after")
+            m = inode.main.get()
+
+
+def GCAS(inode: INode, old: MainNode, new: MainNode, trie: CSTrie) -> bool:
+    """Replace ``old`` by ``new`` in ``inode`` if the root's generation is still the
+    I-node's. True when ``new`` is committed (the write's linearization point), False when
+    the I-node changed first or a snapshot intervened: the caller re-reads and retries."""
+    new.prev = AtomicRef(old)
+    if _fault is not None and _fault("inode_cas", "before"):
+        new.prev = None
+        return False
+    if not inode.main.compare_and_set(old, new):
+        if _fault is not None:
+            _fault("inode_cas", "after")
+        new.prev = None  # never published: plain again, so it can be retried or dropped
+        return False
+    if _fault is not None:
+        _fault("inode_cas", "after")
+    gcas_complete(inode, new, trie)
+    # Read the verdict from the AtomicRef, not the hint: None means committed.
+    p: Optional[AtomicRef] = new.prev
+    return p is None or p.get() is None

@@ -1,0 +1,133 @@
+"""Node classes of the CS-trie, named as in Prokopec et al. (PPoPP 2012).
+
+The subscription-trie variant (the second article of ``seeds/002_*``) differs from the hash
+Ctrie in three ways: a C-node maps a *word* (not a hash fragment) to a :class:`Branch`;
+subscribers live on branches, so internal levels carry values too; and a T-node wraps nothing,
+because a C-node is entombed only once its last branch is gone.
+
+- :class:`Gen`        a generation; compared by identity only (``is``), never by value.
+- :class:`INode`      an indirection node: ``main`` is a ``cereggii.AtomicRef`` holding the
+                      current main node, changed only by GCAS; ``gen`` is fixed at creation.
+- :class:`CNode`      a main node mapping words to branches; immutable once published.
+- :class:`TNode`      a tomb: the final main node of an I-node whose C-node lost its last
+                      branch. An entombed I-node never changes again.
+- :class:`FailedNode` written into a main node's ``prev`` when its GCAS is aborted.
+- :class:`Branch`     a word's subscribers and, where the trie goes deeper, its child I-node.
+
+Main nodes carry ``prev`` for GCAS: ``None`` once the node is committed (or for a node that
+was never published through GCAS), otherwise an ``AtomicRef`` that holds the node it replaced
+(pending), ``None`` (committed) or a :class:`FailedNode` (aborted); see :mod:`ctrie.gcas`.
+
+The builders (:meth:`CNode.updated`, :meth:`CNode.removed`) are pure: they return new nodes
+and never touch published ones.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from cereggii import AtomicRef
+
+__all__ = ["Gen", "INode", "MainNode", "CNode", "TNode", "FailedNode", "Branch", "EMPTY"]
+
+EMPTY: frozenset = frozenset()
+
+
+class Gen:
+    """A generation tag. Deliberately has no ``__eq__``: two generations are the same only if
+    they are the same object (a known bug of Ctrie ports compared them by value)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"<Gen {id(self):#x}>"
+
+
+class MainNode:
+    """What an I-node points to: a :class:`CNode` or a :class:`TNode`."""
+
+    __slots__ = ("prev",)
+
+    def __init__(self) -> None:
+        # None: committed (or never published through GCAS). See ctrie.gcas.
+        self.prev: Optional[AtomicRef] = None
+
+
+class Branch:
+    """A word's branch in a C-node: ``subs`` (a frozenset of subscribers whose pattern ends
+    here) and ``inode`` (the child I-node, or None where no longer pattern continues).
+    Immutable."""
+
+    __slots__ = ("subs", "inode")
+
+    def __init__(self, subs: frozenset, inode: Optional[INode]) -> None:
+        self.subs = subs
+        self.inode = inode
+
+    def __repr__(self) -> str:
+        return f"Branch({set(self.subs) or '{}'}, {self.inode!r})"
+
+
+class CNode(MainNode):
+    """A C-node: ``branches`` maps each word (wildcard words included) to its
+    :class:`Branch`. ``pwc`` and ``fwc`` cache the branches of the dialect's one-level and
+    many-level wildcard words (or None) so that a lookup reads them without hashing.
+
+    Immutable once published: updates build a new C-node (O(branches) for the dict copy).
+    """
+
+    __slots__ = ("branches", "pwc", "fwc")
+
+    def __init__(self, branches: dict[str, Branch], single: str, multi: str) -> None:
+        self.prev = None
+        self.branches = branches
+        self.pwc = branches.get(single)
+        self.fwc = branches.get(multi)
+
+    def updated(self, word: str, branch: Branch, single: str, multi: str) -> CNode:
+        """A copy with ``word`` mapped to ``branch``."""
+        branches = self.branches.copy()
+        branches[word] = branch
+        return CNode(branches, single, multi)
+
+    def removed(self, word: str, single: str, multi: str) -> CNode:
+        """A copy without ``word``."""
+        branches = self.branches.copy()
+        del branches[word]
+        return CNode(branches, single, multi)
+
+    def __repr__(self) -> str:
+        return f"CNode({self.branches!r})"
+
+
+class TNode(MainNode):
+    """A tomb: the last main node an I-node ever holds. It stands for an empty subtree."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "TNode()"
+
+
+class FailedNode(MainNode):
+    """Marks an aborted GCAS: ``old`` is the main node the I-node must be restored to."""
+
+    __slots__ = ("old",)
+
+    def __init__(self, old: MainNode) -> None:
+        self.prev = None
+        self.old = old
+
+
+class INode:
+    """An indirection node. ``main`` (an ``AtomicRef``) is changed only by compare-and-swap;
+    ``gen`` is the generation the I-node belongs to, fixed at creation."""
+
+    __slots__ = ("main", "gen")
+
+    def __init__(self, main: MainNode, gen: Gen) -> None:
+        self.main = AtomicRef(main)
+        self.gen = gen
+
+    def __repr__(self) -> str:
+        return f"<INode {id(self):#x} gen={id(self.gen):#x}>"
