@@ -1,0 +1,199 @@
+"""CS-trie specific tests: snapshots, check(), and regressions for known Ctrie-port bugs.
+
+The protocol itself is covered for every matcher by test_conformance / test_state_machine;
+this file holds what only the CS-trie has.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from ctrie import CSTrie, ReadOnlyError
+from ctrie import faults
+from ctrie.gcas import GCAS, gcas_read
+from ctrie.nodes import Branch, CNode, Gen, TNode
+
+
+# --- regressions listed in testing.md --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "dialect, wildcard, longer, topic",
+    [
+        ("nats", "a.>", "a.b.c", "a.b.c"),
+        ("nats", "a.>", "a.b", "a.b"),
+        ("amqp", "a.#", "a.b.c", "a.b.c"),
+        ("amqp", "a.#", "a.b.c", "a"),
+        ("mqtt", "a/#", "a/b/c", "a/b/c"),
+        ("mqtt", "a/#", "a/b", "a"),
+        ("mqtt", "a/b/#", "a/b/c", "a/b"),
+    ],
+)
+def test_multilevel_wildcard_on_internal_node_survives_longer_pattern(dialect, wildcard, longer, topic):
+    """Subscribers of a multi-level wildcard on an internal node must not be missed once a
+    longer pattern shares its prefix (in either subscription order)."""
+    for order in ((wildcard, longer), (longer, wildcard)):
+        t = CSTrie(dialect)
+        for p in order:
+            t.subscribe(p, p)
+        assert wildcard in t.lookup(topic), (order, topic)
+        t.check()
+
+
+def test_generations_are_compared_by_identity(monkeypatch):
+    """Generations that compare equal must still be different generations: with an __eq__
+    that says every two are equal, snapshots must stay independent."""
+    assert Gen() is not Gen()
+    monkeypatch.setattr(Gen, "__eq__", lambda a, b: True, raising=False)
+    monkeypatch.setattr(Gen, "__hash__", lambda a: 0, raising=False)
+    t = CSTrie()
+    t.subscribe("a.b.c", 1)
+    s = t.snapshot()
+    s.subscribe("a.b.c", 2)
+    t.unsubscribe("a.b.c", 1)
+    assert t.lookup("a.b.c") == frozenset()
+    assert s.lookup("a.b.c") == {1, 2}
+    t.check()
+    s.check()
+
+
+def test_gcas_commit_returns_the_new_node_and_abort_the_old():
+    t = CSTrie()
+    t.subscribe("a.b", 1)
+    inode = gcas_read(t._read_root(), t).branches["a"].inode
+    old = gcas_read(inode, t)
+    new = old.updated("x", Branch(frozenset({2}), None), "*", ">")
+    assert GCAS(inode, old, new, t) is True
+    assert gcas_read(inode, t) is new
+
+    # Abort: a snapshot renews the root generation between the CAS and the commit. (On
+    # the root I-node itself the snapshot would commit the GCAS first: RDCSS reads the
+    # root's main node through GCAS_READ.)
+    old = new
+    newer = old.updated("y", Branch(frozenset({3}), None), "*", ">")
+    fired = []
+
+    def hook(site, phase):
+        if site == "inode_cas" and phase == "after" and not fired:
+            fired.append(1)
+            t._swap_root_generation()
+
+    faults.set_fault_hook(hook)
+    try:
+        assert GCAS(inode, old, newer, t) is False
+    finally:
+        faults.set_fault_hook(None)
+    assert fired
+    assert gcas_read(inode, t) is old  # rolled back, and read back as the old node
+    assert t.lookup("a.y") == frozenset() and t.lookup("a.x") == {2}
+    t.check()
+
+
+def test_read_only_snapshot_never_changes():
+    t = CSTrie()
+    for i in range(50):
+        t.subscribe(f"a.{i % 7}.{i}", i)
+    ro = t.read_only_snapshot()
+    before = ro.subscriptions()
+    for i in range(50):
+        t.unsubscribe(f"a.{i % 7}.{i}", i)
+        t.subscribe(f"a.*.{i}", -i)
+    assert ro.subscriptions() == before
+    assert ro.lookup("a.3.3") == {3}
+    with pytest.raises(ReadOnlyError):
+        ro.subscribe("a", 1)
+    with pytest.raises(ReadOnlyError):
+        ro.unsubscribe("a.3.3", 3)
+    assert ro.read_only_snapshot() is ro
+    t.check()
+
+
+# --- the double collect -----------------------------------------------------------------------
+
+
+class _WritesOnFirstGet(dict):
+    """A C-node's branch map whose first get() runs ``action`` first."""
+
+    action = None
+
+    def get(self, key, default=None):
+        action, self.action = self.action, None
+        if action is not None:
+            action()
+        return super().get(key, default)
+
+
+def test_lookup_never_mixes_two_instants():
+    """A lookup of 'a.b.c' reads the level of 'a' (where 'a.>' lives) and then the level of
+    'a.b'. Between the two reads, 'a.>' is unsubscribed and then 'a.b.c' subscribed.
+    Without the double collect the lookup returned both subscribers, a state that never
+    existed; with it, the lookup sees the change and reads again."""
+    t = CSTrie()
+    t.subscribe("a.>", "old")
+    t.subscribe("a.b.x", "keep")  # makes the level of 'a.b' exist
+    inode_a = gcas_read(t._read_root(), t).branches["a"].inode
+    m = gcas_read(inode_a, t)
+    branches = _WritesOnFirstGet(m.branches)
+
+    def two_writes():
+        assert t.unsubscribe("a.>", "old")
+        t.subscribe("a.b.c", "new")
+
+    instrumented = CNode(branches, "*", ">")  # same content (its __init__ calls get())
+    branches.action = two_writes
+    inode_a.main.set(instrumented)
+    result = t.lookup("a.b.c")
+    assert branches.action is None, "the writes did not run inside the lookup"
+    assert result in (frozenset({"old"}), frozenset(), frozenset({"new"})), result
+
+
+# --- check() catches what it promises to ----------------------------------------------------
+
+
+def _broken(t: CSTrie, how: str) -> None:
+    root = t._read_root()
+    m = gcas_read(root, t)
+    child = m.branches["a"].inode
+    if how == "tomb":
+        child.main.set(TNode())
+    elif how == "empty":
+        child.main.set(CNode({}, "*", ">"))
+    elif how == "leaf":
+        root.main.set(m.updated("z", Branch(frozenset(), None), "*", ">"))
+    elif how == "pending":
+        new = m.updated("z", Branch(frozenset({1}), None), "*", ">")
+        from cereggii import AtomicRef
+
+        new.prev = AtomicRef(m)
+        root.main.set(new)
+    elif how == "generation":
+        # A child in the root's generation below one of an older generation.
+        old = gcas_read(child, t)
+        grandchild = old.branches["b"].inode
+        child.gen = Gen()
+        grandchild.gen = root.gen
+    elif how == "cache":
+        m.pwc = m.branches["a"]
+
+
+@pytest.mark.parametrize("how", ["tomb", "empty", "leaf", "pending", "generation", "cache"])
+def test_check_detects_broken_invariants(how):
+    t = CSTrie()
+    t.subscribe("a.b.c", 1)
+    t.check()
+    _broken(t, how)
+    with pytest.raises(AssertionError):
+        t.check()
+
+
+def test_unsubscribing_everything_restores_the_empty_shape():
+    t = CSTrie()
+    pats = [f"{a}.{b}.{c}" for a in "ab*" for b in "xy*" for c in "12>"]
+    for p in pats:
+        t.subscribe(p, 1)
+        t.subscribe(p, 2)
+    t.check()
+    for p in pats:
+        assert t.unsubscribe(p, 1) and t.unsubscribe(p, 2)
+        t.check()
+    assert gcas_read(t._read_root(), t).branches == {}

@@ -1,0 +1,215 @@
+"""Linearizability of the CS-trie, checked on recorded concurrent histories.
+
+Each history: a trie pre-populated with a few seeded pairs, then THREADS threads started at a
+barrier, each running OPS_PER_THREAD seeded operations (subscribe, unsubscribe, lookup,
+read-only snapshot) over a small universe of overlapping patterns, so that wildcard lookups
+read several subtrees while writers change them. Every call and return is time-stamped and
+the history is checked by the Wing-Gong-Lowe search of ``tests/linearizability.py``.
+
+Sizes come from the environment so that the free-threaded run can use more threads:
+``CSTRIE_LIN_HISTORIES`` (default 1000) and ``CSTRIE_LIN_THREADS`` (default 4).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import random
+import time
+
+import pytest
+
+import ctrie.cstrie
+from ctrie import CSTrie, matches
+from tests.linearizability import Op, check, explain, make_spec, pairs_of
+from tests.threads import gil_enabled, run_threads, switch_interval
+
+HISTORIES = int(os.environ.get("CSTRIE_LIN_HISTORIES", "1000"))
+THREADS = int(os.environ.get("CSTRIE_LIN_THREADS", "4"))
+OPS_PER_THREAD = 8
+SEED = int(os.environ.get("CSTRIE_LIN_SEED", "20261121"))
+
+# Overlapping patterns: literal, '*' and '>' at several depths, so one lookup of 'a.b.c'
+# reads the subtrees of 'a' and of '*' and collects '>' subscribers on the way.
+PATTERNS = ["a.b", "a.*", "a.>", "*.b", "a.b.c", "*.b.c", "a.*.c", ">", "a"]
+TOPICS = ["a.b", "a.b.c", "x.b.c", "a"]
+SUBSCRIBERS = [0, 1]
+
+matches_nats = functools.lru_cache(maxsize=None)(lambda p, t: matches(p, t, "nats"))
+SPEC = make_spec(matches_nats)
+
+
+def record_history(trie: CSTrie, rnd: random.Random) -> list[Op]:
+    """Run one concurrent history on ``trie`` and return its operations."""
+    plans = []
+    for _ in range(THREADS):
+        plan = []
+        for _ in range(OPS_PER_THREAD):
+            r = rnd.random()
+            pair = (rnd.choice(PATTERNS), rnd.choice(SUBSCRIBERS))
+            if r < 0.35:
+                plan.append(("subscribe", pair))
+            elif r < 0.60:
+                plan.append(("unsubscribe", pair))
+            elif r < 0.95:
+                plan.append(("lookup", rnd.choice(TOPICS)))
+            else:
+                plan.append(("snapshot", None))
+        plans.append(plan)
+
+    clock = time.monotonic_ns
+
+    def worker(k: int) -> list[Op]:
+        ops = []
+        for name, arg in plans[k]:
+            if name == "subscribe":
+                t0 = clock()
+                res = trie.subscribe(*arg)
+                t1 = clock()
+            elif name == "unsubscribe":
+                t0 = clock()
+                res = trie.unsubscribe(*arg)
+                t1 = clock()
+            elif name == "lookup":
+                t0 = clock()
+                res = trie.lookup(arg)
+                t1 = clock()
+            else:
+                t0 = clock()
+                snap = trie.read_only_snapshot()
+                t1 = clock()
+                res = pairs_of(snap.subscriptions())  # frozen: reading it later is fine
+            ops.append(Op(k, name, arg, res, t0, t1))
+        return ops
+
+    per_thread = run_threads([worker] * THREADS, timeout=60)
+    return [op for ops in per_thread for op in ops]
+
+
+def run_histories(n: int, seed: int, stop_at_first: bool = False) -> dict:
+    """Record and check ``n`` histories; return the tally (and the first violation)."""
+    rnd = random.Random(seed)
+    tally = {"histories": 0, "operations": 0, "violations": 0, "unknown": 0, "first": None}
+    with switch_interval(1e-6):
+        for _ in range(n):
+            trie = CSTrie("nats")
+            initial = frozenset((rnd.choice(PATTERNS), rnd.choice(SUBSCRIBERS)) for _ in range(3))
+            for p, s in initial:
+                trie.subscribe(p, s)
+            history = record_history(trie, rnd)
+            verdict = check(history, SPEC, initial)
+            tally["histories"] += 1
+            tally["operations"] += len(history)
+            if verdict is None:
+                tally["unknown"] += 1
+            elif not verdict:
+                tally["violations"] += 1
+                if tally["first"] is None:
+                    tally["first"] = explain(history)
+                if stop_at_first:
+                    break
+    return tally
+
+
+# --- the checker itself can fail -------------------------------------------------------------
+
+
+def _op(thread, name, arg, result, call, ret):
+    return Op(thread, name, arg, result, call, ret)
+
+
+def test_checker_accepts_a_legal_sequential_history():
+    h = [
+        _op(0, "subscribe", ("a.*", 1), None, 0, 1),
+        _op(0, "lookup", "a.b", frozenset({1}), 2, 3),
+        _op(0, "unsubscribe", ("a.*", 1), True, 4, 5),
+        _op(0, "lookup", "a.b", frozenset(), 6, 7),
+        _op(0, "unsubscribe", ("a.*", 1), False, 8, 9),
+    ]
+    assert check(h, SPEC) is True
+
+
+def test_checker_rejects_a_stale_read_after_a_completed_write():
+    h = [
+        _op(0, "subscribe", ("a.*", 1), None, 0, 1),
+        _op(1, "lookup", "a.b", frozenset(), 2, 3),  # called after the subscribe returned
+    ]
+    assert check(h, SPEC) is False
+
+
+def test_checker_reorders_overlapping_operations():
+    # The lookup overlaps the subscribe, so it may linearize before it.
+    h = [
+        _op(0, "subscribe", ("a.*", 1), None, 0, 10),
+        _op(1, "lookup", "a.b", frozenset(), 2, 3),
+        _op(1, "lookup", "a.b", frozenset({1}), 11, 12),
+    ]
+    assert check(h, SPEC) is True
+
+
+def test_checker_rejects_a_lookup_mixing_two_instants():
+    # The multi-subtree anomaly: the lookup sees 'a.>' (removed before the subscribe of
+    # 'a.b.c' began) together with 'a.b.c'. No single instant had both.
+    h = [
+        _op(0, "unsubscribe", ("a.>", 1), True, 5, 6),
+        _op(0, "subscribe", ("a.b.c", 2), None, 7, 8),
+        _op(1, "lookup", "a.b.c", frozenset({1, 2}), 0, 20),
+    ]
+    assert check(h, SPEC, initial=frozenset({("a.>", 1)})) is False
+
+
+def test_checker_rejects_a_wrong_snapshot_and_reports_unknown_at_the_cap():
+    h = [
+        _op(0, "subscribe", ("a", 1), None, 0, 1),
+        _op(0, "snapshot", None, frozenset(), 2, 3),
+    ]
+    assert check(h, SPEC) is False
+    many = [_op(k, "subscribe", ("a", k), None, 0, 100) for k in range(12)]
+    assert check(many, SPEC, max_steps=5) is None
+
+
+# --- the CS-trie -----------------------------------------------------------------------------
+
+
+@pytest.mark.concurrency
+@pytest.mark.timeout(900)
+def test_cstrie_histories_are_linearizable(figures):
+    tally = run_histories(HISTORIES, SEED)
+    build = "GIL" if gil_enabled() else "free-threaded"
+    print(f"\nlinearizability ({build}): {tally['histories']} histories x {THREADS} threads, "
+          f"{tally['operations']} operations, {tally['violations']} violations, "
+          f"{tally['unknown']} unknown (seed {SEED})")
+    figures.add(f"linearizability histories x{THREADS} threads ({build})", tally["histories"])
+    figures.add(f"linearizability operations ({build})", tally["operations"])
+    figures.add(f"linearizability violations ({build})", tally["violations"])
+    figures.add(f"linearizability unknown ({build})", tally["unknown"])
+    assert tally["violations"] == 0, f"seed {SEED}; first violation:\n{tally['first']}"
+    assert tally["unknown"] <= tally["histories"] // 100, f"too many undecided histories: {tally}"
+
+
+def _broken_gcas(inode, old, new, trie):
+    """The mutant: GCAS's compare-and-swap replaced by a read, a yield, then a write."""
+    if inode.main.get() is not old:
+        return False
+    time.sleep(0)  # another thread may write here; its update is then overwritten
+    inode.main.set(new)
+    return True
+
+
+MUTANT_RUNS = 20
+MUTANT_HISTORIES_PER_RUN = 50
+
+
+@pytest.mark.concurrency
+@pytest.mark.timeout(900)
+def test_read_then_write_mutant_is_caught(monkeypatch, figures):
+    monkeypatch.setattr(ctrie.cstrie, "GCAS", _broken_gcas)
+    caught = 0
+    for run in range(MUTANT_RUNS):
+        tally = run_histories(MUTANT_HISTORIES_PER_RUN, SEED + 1 + run, stop_at_first=True)
+        caught += tally["violations"] > 0
+    print(f"\nread-then-write mutant caught in {caught}/{MUTANT_RUNS} runs "
+          f"(a run: up to {MUTANT_HISTORIES_PER_RUN} histories x {THREADS} threads)")
+    figures.add("mutant runs caught (read-then-write GCAS)", caught)
+    figures.add("mutant runs (read-then-write GCAS)", MUTANT_RUNS)
+    assert caught >= 0.95 * MUTANT_RUNS
