@@ -10,7 +10,7 @@ import time
 import pytest
 
 from ctrie import CSTrie, faults
-from tests.threads import run_threads, switch_interval
+from threads import run_threads, switch_interval
 
 pytestmark = pytest.mark.concurrency
 

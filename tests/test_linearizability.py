@@ -21,8 +21,8 @@ import pytest
 
 import ctrie.cstrie
 from ctrie import CSTrie, matches
-from tests.linearizability import Op, check, explain, make_spec, pairs_of
-from tests.threads import gil_enabled, run_threads, switch_interval
+from linearizability import Op, check, explain, make_spec, pairs_of
+from threads import gil_enabled, run_threads, switch_interval
 
 HISTORIES = int(os.environ.get("CSTRIE_LIN_HISTORIES", "1000"))
 THREADS = int(os.environ.get("CSTRIE_LIN_THREADS", "4"))

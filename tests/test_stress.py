@@ -8,7 +8,7 @@ import pytest
 
 from ctrie import CSTrie
 from ctrie.gcas import gcas_read
-from tests.threads import run_threads, switch_interval
+from threads import run_threads, switch_interval
 
 pytestmark = pytest.mark.concurrency
 

@@ -1,0 +1,305 @@
+"""Layer 2: every matcher of the registry, in every dialect, against the reference matcher.
+
+One body per test, parametrized over ``matchers.REGISTRY`` x the three dialects. A matcher may
+differ from the reference only where its class documents a limit (see ``tests/matchers.py``);
+the helpers of :class:`matchers.Subject` allow exactly those limits and nothing else.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+import ctrie
+from ctrie import Dialect, InvalidTopicError
+
+from matchers import IDS, REGISTRY, Subject, build, model_repr
+from strategies import (
+    DIALECTS,
+    INVALID_PATTERNS,
+    INVALID_TOPICS,
+    LITERALS,
+    NON_STR,
+    SUBSCRIBERS,
+    SYNTAX,
+    UNHASHABLE,
+    all_topics,
+    every_pattern,
+    random_pattern,
+    random_topic,
+    seed_for,
+)
+
+# The optimized bitmap gets max_words = 4: patterns of up to 5 words then include some it may
+# reject, and the universe includes topics longer than 4 words, which it must not match.
+MAX_WORDS = 4
+PATTERN_WORDS = 5
+
+over_registry = pytest.mark.parametrize("spec", REGISTRY, ids=IDS)
+over_dialects = pytest.mark.parametrize("dialect", DIALECTS, ids=lambda d: d.value)
+
+
+def universe(dialect: Dialect, rng: random.Random, n_long: int = 40) -> list[str]:
+    """Every topic of up to 3 words, plus some of 4 to 6 words; the inverted bitmap's space."""
+    long = {random_topic(rng, dialect, 4, 6) for _ in range(n_long)}
+    return sorted(set(all_topics(dialect, 3)) | long)
+
+
+def test_registry():
+    assert len(set(IDS)) == len(IDS)
+    names = {s.name for s in REGISTRY}
+    assert {"NaiveMatcher", "InvertedBitmapMatcher", "OptimizedBitmapMatcher",
+            "LockedTrie(cache=True)", "LockedTrie(cache=False)"} <= names
+    assert ("CSTrie" in names) is hasattr(ctrie, "CSTrie")
+
+
+# --- oracle agreement -----------------------------------------------------------------------
+
+
+@over_registry
+@over_dialects
+def test_oracle_agreement(spec, dialect, figures):
+    """Random seeded patterns and subscribers; after each batch of subscribes and of
+    unsubscribes, every topic of the universe is looked up and compared with the reference
+    applied to every stored pattern."""
+    seed = seed_for("oracle", spec.name, dialect)
+    rng = random.Random(seed)
+    topics = universe(dialect, rng)
+    subject = build(spec, dialect, topics, MAX_WORDS)
+    model: dict[str, set] = {}
+    lookups = non_empty = 0
+    for rnd in range(3):
+        for i in range(40):
+            pattern = random_pattern(rng, dialect, PATTERN_WORDS)
+            ctx = f"seed={seed} round={rnd} subscribe #{i}"
+            subject.subscribe(model, pattern, rng.choice(SUBSCRIBERS), ctx)
+        for phase in ("after subscribing", "after unsubscribing"):
+            ctx = f"seed={seed} round={rnd} {phase}"
+            subject.check_state(model, ctx)
+            for topic in topics:
+                non_empty += bool(subject.check_lookup(model, topic, ctx))
+                lookups += 1
+            if phase == "after subscribing":
+                pairs = sorted(((p, s) for p, ss in model.items() for s in ss), key=repr)
+                for p, s in rng.sample(pairs, len(pairs) // 2):
+                    subject.unsubscribe(model, p, s, ctx)
+                for _ in range(10):  # pairs that are (most likely) absent
+                    p = random_pattern(rng, dialect, PATTERN_WORDS)
+                    subject.unsubscribe(model, p, rng.choice(SUBSCRIBERS), ctx)
+    # The run must have exercised matching, not compared empty sets.
+    assert non_empty > lookups // 4, f"seed={seed}: only {non_empty}/{lookups} lookups matched"
+    figures.add(f"oracle lookups {spec.name}", lookups)
+
+
+# --- protocol basics ------------------------------------------------------------------------
+
+
+def _overlapping_patterns(dialect: Dialect) -> tuple[str, list[str]]:
+    """A topic and several distinct patterns that all match it (two equivalent in AMQP)."""
+    s = SYNTAX[dialect]
+    j = s.sep.join
+    topic = j(["a", "b"])
+    pats = [topic, j(["a", s.single]), j([s.single, "b"]), j([s.single, s.single]),
+            s.multi, j(["a", s.multi])]
+    if dialect is Dialect.AMQP:
+        pats += [j([s.multi, s.multi]), j([s.multi, "b"])]
+    if dialect is Dialect.MQTT:
+        pats += [j(["a", "b", s.multi])]  # '#' matches the parent
+    return topic, pats
+
+
+@over_registry
+@over_dialects
+def test_protocol_basics(spec, dialect, figures):
+    topic, pats = _overlapping_patterns(dialect)
+    for p in pats:
+        assert ctrie.matches(p, topic, dialect), (p, topic)  # the premise of this test
+    subject = build(spec, dialect.value, [topic, "x"], MAX_WORDS)  # dialect given by name
+    pats = [p for p in pats if not subject.may_reject(p)]  # only the documented exceptions
+    m = subject.matcher
+    assert m.dialect is dialect
+    assert isinstance(m, ctrie.Matcher)
+
+    assert len(m) == 0 and m.subscriptions() == {}
+    assert m.lookup(topic) == frozenset() and isinstance(m.lookup(topic), frozenset)
+
+    # subscribe is idempotent
+    assert m.subscribe(pats[0], "x") is None
+    m.subscribe(pats[0], "x")
+    assert len(m) == 1
+    assert m.subscriptions() == {pats[0]: frozenset({"x"})}
+    assert m.lookup(topic) == frozenset({"x"})
+
+    # one subscriber through several matching patterns appears once
+    for p in pats:
+        m.subscribe(p, "x")
+    assert len(m) == len(pats)
+    assert m.subscriptions() == {p: frozenset({"x"}) for p in pats}
+    got = m.lookup(topic)
+    assert isinstance(got, frozenset) and got == frozenset({"x"})
+
+    # several subscribers of one pattern
+    m.subscribe(pats[0], "y")
+    m.subscribe(pats[0], ("t", 1))
+    assert m.lookup(topic) == frozenset({"x", "y", ("t", 1)})
+    assert m.subscriptions()[pats[0]] == frozenset({"x", "y", ("t", 1)})
+    assert len(m) == len(pats) + 2
+
+    # unsubscribe: True exactly when the pair was present
+    assert m.unsubscribe(pats[0], "z") is False  # pattern present, subscriber not
+    assert m.unsubscribe(SYNTAX[dialect].sep.join(["q", "r"]), "x") is False  # pattern absent
+    assert m.unsubscribe(pats[0], "y") is True
+    assert m.unsubscribe(pats[0], "y") is False
+    assert len(m) == len(pats) + 1
+    assert m.lookup(topic) == frozenset({"x", ("t", 1)})
+
+    # removing one pattern's last subscriber leaves no empty entry and keeps the others
+    assert m.unsubscribe(pats[1], "x") is True
+    subs = m.subscriptions()
+    assert pats[1] not in subs
+    assert all(isinstance(v, frozenset) and v for v in subs.values()), subs
+    assert m.lookup(topic) == frozenset({"x", ("t", 1)})  # still matched through the others
+
+    # remove everything, last pattern first
+    for p in reversed(pats):
+        if p != pats[1]:
+            assert m.unsubscribe(p, "x") is True, p
+    assert m.lookup(topic) == frozenset({("t", 1)})
+    assert m.unsubscribe(pats[0], ("t", 1)) is True
+    assert len(m) == 0 and m.subscriptions() == {} and m.lookup(topic) == frozenset()
+    figures.add(f"protocol checks {spec.name}", 1)
+
+
+# --- bad input ------------------------------------------------------------------------------
+
+
+def _populated(spec, dialect, seed) -> tuple[Subject, dict[str, set], list[str]]:
+    rng = random.Random(seed)
+    topics = universe(dialect, rng, n_long=10)
+    subject = build(spec, dialect, topics, MAX_WORDS)
+    model: dict[str, set] = {}
+    for _ in range(30):
+        subject.subscribe(model, random_pattern(rng, dialect, 3), rng.choice(SUBSCRIBERS))
+    return subject, model, topics
+
+
+@over_registry
+@over_dialects
+def test_bad_input_raises_and_changes_nothing(spec, dialect, figures):
+    seed = seed_for("bad input", spec.name, dialect)
+    subject, model, topics = _populated(spec, dialect, seed)
+    m = subject.matcher
+    subject.check_state(model, f"seed={seed}")
+    lookups_before = {t: m.lookup(t) for t in topics}
+    fresh = SYNTAX[dialect].sep.join(["fresh", "pattern"])  # valid, not stored
+    stored = next(iter(model))
+
+    calls = []  # (description, callable, expected exception, offending string or None)
+    for x in NON_STR:
+        calls += [
+            (f"subscribe({x!r}, 's')", lambda x=x: m.subscribe(x, "s"), TypeError, None),
+            (f"unsubscribe({x!r}, 's')", lambda x=x: m.unsubscribe(x, "s"), TypeError, None),
+            (f"lookup({x!r})", lambda x=x: m.lookup(x), TypeError, None),
+        ]
+    for u in UNHASHABLE:
+        for p in (fresh, stored):
+            calls += [
+                (f"subscribe({p!r}, {u!r})", lambda p=p, u=u: m.subscribe(p, u), TypeError, None),
+                (f"unsubscribe({p!r}, {u!r})", lambda p=p, u=u: m.unsubscribe(p, u), TypeError,
+                 None),
+            ]
+    for p in INVALID_PATTERNS[dialect]:
+        calls += [
+            (f"subscribe({p!r}, 's')", lambda p=p: m.subscribe(p, "s"), InvalidTopicError, p),
+            (f"unsubscribe({p!r}, 's')", lambda p=p: m.unsubscribe(p, "s"), InvalidTopicError, p),
+        ]
+    for t in INVALID_TOPICS[dialect]:
+        calls.append((f"lookup({t!r})", lambda t=t: m.lookup(t), InvalidTopicError, t))
+
+    for what, call, exc_type, offending in calls:
+        ctx = f"{subject}: {what}, seed={seed}"
+        with pytest.raises(exc_type) as info:
+            call()
+        if offending is not None:
+            assert repr(offending) in str(info.value), f"{ctx}: message {str(info.value)!r}"
+        subject.check_state(model, ctx)
+    # and the matcher still answers as before
+    for t in topics:
+        assert m.lookup(t) == lookups_before[t], f"{subject}: lookup({t!r}) changed, seed={seed}"
+    figures.add(f"bad input calls {spec.name}", len(calls))
+
+
+# --- subscribe everything, then remove everything -------------------------------------------
+
+
+@over_registry
+@over_dialects
+def test_fill_then_empty(spec, dialect, figures):
+    """Every pattern of up to 3 words (a second subscriber on every other one), then every
+    pair removed in a seeded random order: the matcher must end exactly empty, and be usable
+    again."""
+    seed = seed_for("fill then empty", spec.name, dialect)
+    rng = random.Random(seed)
+    topics = universe(dialect, rng, n_long=10)
+    subject = build(spec, dialect, topics, 3)  # patterns of 3 words: none beyond max_words
+    m = subject.matcher
+    model: dict[str, set] = {}
+    pats = every_pattern(dialect, 3)
+    for i, p in enumerate(pats):
+        subject.subscribe(model, p, "s", f"seed={seed}")
+        if i % 2:
+            subject.subscribe(model, p, i, f"seed={seed}")
+    subject.check_state(model, f"seed={seed} full")
+    for t in topics:
+        subject.check_lookup(model, t, f"seed={seed} full")
+    pairs = sorted(((p, s) for p, ss in model.items() for s in ss), key=repr)
+    rng.shuffle(pairs)
+    for k, (p, s) in enumerate(pairs):
+        assert m.unsubscribe(p, s) is True, f"{subject}: unsubscribe({p!r}, {s!r}) #{k} seed={seed}"
+        if k % 97 == 0:  # spot checks on the way down
+            model[p].discard(s)
+            if not model[p]:
+                del model[p]
+            subject.check_state(model, f"seed={seed} after {k + 1} removals")
+        else:
+            model[p].discard(s)
+            if not model[p]:
+                del model[p]
+    assert model == {}
+    assert len(m) == 0, f"{subject}: len {len(m)} after removing everything, seed={seed}"
+    assert m.subscriptions() == {}, f"{subject}: {model_repr(m.subscriptions())}, seed={seed}"
+    for t in topics:
+        assert m.lookup(t) == frozenset(), f"{subject}: lookup({t!r}) after emptying, seed={seed}"
+    for p, s in pairs[:50]:
+        assert m.unsubscribe(p, s) is False, f"{subject}: {p!r}, {s!r} removed twice"
+    # usable again
+    p0 = pats[len(pats) // 2]
+    subject.subscribe(model, p0, "again")
+    subject.check_state(model, f"seed={seed} refilled")
+    for t in topics:
+        subject.check_lookup(model, t, f"seed={seed} refilled")
+    figures.add(f"fill-empty pairs {spec.name}", len(pairs))
+
+
+# --- the documented limits themselves -------------------------------------------------------
+
+LIMITED = [s for s in REGISTRY if s.blind_outside_space or s.blind_beyond_max_words]
+
+
+@pytest.mark.parametrize("spec", LIMITED, ids=[s.name for s in LIMITED])
+@over_dialects
+def test_documented_limits(spec, dialect):
+    """What the class docstrings promise outside their capacity: frozenset(), not an error
+    and not a guess."""
+    s = SYNTAX[dialect]
+    one, two, three = "a", s.sep.join(["a", "b"]), s.sep.join(["a", "b", "a"])
+    m = build(spec, dialect, [one, two], 2).matcher
+    for p in (s.multi, s.sep.join(["a", s.multi])):
+        m.subscribe(p, "s")
+    assert m.lookup(two) == frozenset({"s"})
+    if spec.blind_outside_space:
+        assert m.lookup(s.sep.join(["b", "a"])) == frozenset()  # outside the space
+    if spec.blind_beyond_max_words:
+        assert m.lookup(three) == frozenset()  # longer than max_words
+    assert len(m) == 2

@@ -1,0 +1,178 @@
+"""Layer 3: a Hypothesis state machine per matcher and dialect against a plain dict model.
+
+One machine class (built by :func:`machine_class` for a registry entry and a dialect) runs
+random sequences of subscribe, unsubscribe, lookup, subscriptions and len on the matcher and
+on a ``dict[str, set]``, and compares every answer. Invalid input (bad patterns and topics,
+non-``str`` values, unhashable subscribers) must raise the documented error and leave the
+matcher as it was. A matcher with a ``check()`` method (``CSTrie``) has it called after every
+step.
+
+Every rule counts the operations it runs; the total per matcher is added to the figures and
+asserted, so that a change of settings cannot silently shrink the evidence.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
+
+from ctrie import Dialect, InvalidTopicError, UnsupportedPatternError
+
+from matchers import IDS, REGISTRY, MatcherSpec, build
+from strategies import (
+    DIALECTS,
+    INVALID_PATTERNS,
+    INVALID_TOPICS,
+    NON_STR,
+    UNHASHABLE,
+    SYNTAX,
+    all_topics,
+    pattern_pool,
+    subscribers,
+    topic_pool,
+)
+
+BAD_INPUT = ("invalid pattern", "invalid topic", "not a str", "unhashable subscriber")
+
+# Patterns of up to 4 words, topics of up to 4 words; the optimized bitmap holds 3, so both
+# of its documented limits are exercised.
+PATTERN_WORDS = 4
+TOPIC_WORDS = 4
+MAX_WORDS = 3
+
+MIN_STEPS_PER_MATCHER = 50_000
+MIN_STEPS = math.ceil(MIN_STEPS_PER_MATCHER / len(DIALECTS))  # per (matcher, dialect)
+
+SETTINGS = settings(
+    max_examples=30,
+    stateful_step_count=700,
+    deadline=None,
+    derandomize=True,  # reproducible: the same examples on every run
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+
+def machine_class(spec: MatcherSpec, dialect: Dialect, steps: list[int]) -> type:
+    """The state machine for one matcher and dialect; ``steps[0]`` counts operations run."""
+    universe = all_topics(dialect, TOPIC_WORDS)
+    pattern_strategy = pattern_pool(dialect, PATTERN_WORDS)
+
+    class MatcherMachine(RuleBasedStateMachine):
+        def __init__(self) -> None:
+            super().__init__()
+            self.subject = build(spec, dialect, universe, MAX_WORDS)
+            self.m = self.subject.matcher
+            self.model: dict[str, set] = {}
+            self.pattern_strategy = pattern_strategy
+
+        def _pairs(self) -> list[tuple[str, object]]:
+            return sorted(((p, s) for p, ss in self.model.items() for s in ss), key=repr)
+
+        # --- valid operations -------------------------------------------------------------
+
+        @rule(pattern=pattern_strategy, sub=subscribers())
+        def subscribe(self, pattern, sub):
+            steps[0] += 1
+            self.subject.subscribe(self.model, pattern, sub)
+
+        @precondition(lambda self: self.model)
+        @rule(data=st.data())
+        def unsubscribe_present(self, data):
+            steps[0] += 1
+            pattern, sub = data.draw(st.sampled_from(self._pairs()), label="pair")
+            assert self.subject.unsubscribe(self.model, pattern, sub) is True
+
+        @rule(pattern=pattern_strategy, sub=subscribers())
+        def unsubscribe_any(self, pattern, sub):
+            steps[0] += 1
+            self.subject.unsubscribe(self.model, pattern, sub)
+
+        @rule(topic=topic_pool(universe, SYNTAX[dialect].sep))
+        def lookup(self, topic):
+            steps[0] += 1
+            self.subject.check_lookup(self.model, topic)
+
+        @rule()
+        def subscriptions(self):
+            steps[0] += 1
+            self.subject.check_state(self.model)
+
+        @rule()
+        def length(self):
+            steps[0] += 1
+            n = len(self.m)
+            assert n == sum(map(len, self.model.values())), f"len() = {n}, model {self.model}"
+
+        # --- invalid input: the right error, and nothing changes ---------------------------
+
+        @rule(data=st.data(), kind=st.sampled_from(BAD_INPUT))
+        def bad_input(self, data, kind):
+            steps[0] += 1
+            m = self.m
+            if kind == "invalid pattern":
+                op = data.draw(st.sampled_from(["subscribe", "unsubscribe"]), label="op")
+                value = data.draw(st.sampled_from(INVALID_PATTERNS[dialect]), label="pattern")
+                args, errors = (value, 0), InvalidTopicError
+            elif kind == "invalid topic":
+                op = "lookup"
+                value = data.draw(st.sampled_from(INVALID_TOPICS[dialect]), label="topic")
+                args, errors = (value,), InvalidTopicError
+            elif kind == "not a str":
+                op = data.draw(st.sampled_from(["subscribe", "unsubscribe", "lookup"]), label="op")
+                value = data.draw(st.sampled_from(NON_STR), label="value")
+                args, errors = ((value,) if op == "lookup" else (value, 0)), TypeError
+            else:  # an unhashable subscriber, with a stored pattern or any pattern
+                op = data.draw(st.sampled_from(["subscribe", "unsubscribe"]), label="op")
+                stored = sorted(self.model) or ["fresh"]
+                pattern = data.draw(st.one_of(st.sampled_from(stored), self.pattern_strategy),
+                                    label="pattern")
+                args = (pattern, data.draw(st.sampled_from(UNHASHABLE), label="subscriber"))
+                # A pattern this matcher documents as unsupported breaks two rules: either
+                # error is then correct.
+                errors = (TypeError, UnsupportedPatternError) \
+                    if self.subject.may_reject(pattern) else TypeError
+                value = None
+            with pytest.raises(errors) as info:
+                getattr(m, op)(*args)
+            if errors is InvalidTopicError:
+                assert repr(value) in str(info.value), f"{op}{args!r}: {str(info.value)!r}"
+            self.subject.check_state(self.model, f"after {op}{args!r}")
+
+        # --- after every step ---------------------------------------------------------------
+
+        @invariant()
+        def structure(self):
+            check = getattr(self.m, "check", None)
+            if check is not None:
+                check()
+
+        def teardown(self):
+            self.subject.check_state(self.model, "at the end of the example")
+
+    MatcherMachine.__name__ = MatcherMachine.__qualname__ = (
+        f"MatcherMachine[{spec.name}-{dialect.value}]"
+    )
+    return MatcherMachine
+
+
+@pytest.mark.parametrize("spec", REGISTRY, ids=IDS)
+@pytest.mark.parametrize("dialect", DIALECTS, ids=lambda d: d.value)
+def test_state_machine(spec, dialect, figures):
+    steps = [0]
+    run_state_machine_as_test(machine_class(spec, dialect, steps), settings=SETTINGS)
+    figures.add(f"state machine steps {spec.name}", steps[0])
+    assert steps[0] >= MIN_STEPS, (
+        f"{spec.name} {dialect.value}: only {steps[0]} steps ran (need {MIN_STEPS} per dialect "
+        f"for {MIN_STEPS_PER_MATCHER} per matcher)"
+    )
