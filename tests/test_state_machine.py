@@ -5,7 +5,9 @@ random sequences of subscribe, unsubscribe, lookup, subscriptions and len on the
 on a ``dict[str, set]``, and compares every answer. Invalid input (bad patterns and topics,
 non-``str`` values, unhashable subscribers) must raise the documented error and leave the
 matcher as it was. A matcher with a ``check()`` method (``CSTrie``) has it called after every
-step.
+step; one with ``snapshot()`` and ``read_only_snapshot()`` (``CSTrie``) also gets rules that
+take snapshots, mutate writable ones apart from their origin (each against its own model),
+and check that read-only ones keep their state and refuse writes with ``ReadOnlyError``.
 
 Every rule counts the operations it runs; the total per matcher is added to the figures and
 asserted, so that a change of settings cannot silently shrink the evidence.
@@ -26,7 +28,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from ctrie import Dialect, InvalidTopicError, UnsupportedPatternError
+from ctrie import Dialect, InvalidTopicError, ReadOnlyError, UnsupportedPatternError
 
 from matchers import IDS, REGISTRY, MatcherSpec, build
 from strategies import (
@@ -50,12 +52,17 @@ PATTERN_WORDS = 4
 TOPIC_WORDS = 4
 MAX_WORDS = 3
 
+MAX_FORKS = 3  # snapshots alive at once
+
 MIN_STEPS_PER_MATCHER = 50_000
 MIN_STEPS = math.ceil(MIN_STEPS_PER_MATCHER / len(DIALECTS))  # per (matcher, dialect)
 
 SETTINGS = settings(
-    max_examples=30,
-    stateful_step_count=700,
+    # 300 steps stay well inside Hypothesis' per-example choice budget (longer runs overrun
+    # and end early); 70 examples then give ~20,000 steps per dialect.
+    max_examples=70,
+    stateful_step_count=300,
+    print_blob=True,
     deadline=None,
     derandomize=True,  # reproducible: the same examples on every run
     database=None,
@@ -67,6 +74,7 @@ def machine_class(spec: MatcherSpec, dialect: Dialect, steps: list[int]) -> type
     """The state machine for one matcher and dialect; ``steps[0]`` counts operations run."""
     universe = all_topics(dialect, TOPIC_WORDS)
     pattern_strategy = pattern_pool(dialect, PATTERN_WORDS)
+    topic_strategy = topic_pool(universe, SYNTAX[dialect].sep)
 
     class MatcherMachine(RuleBasedStateMachine):
         def __init__(self) -> None:
@@ -75,6 +83,11 @@ def machine_class(spec: MatcherSpec, dialect: Dialect, steps: list[int]) -> type
             self.m = self.subject.matcher
             self.model: dict[str, set] = {}
             self.pattern_strategy = pattern_strategy
+            self.topic_strategy = topic_strategy
+            self.can_snapshot = hasattr(self.m, "snapshot") and hasattr(
+                self.m, "read_only_snapshot")
+            self.forks: list[tuple] = []  # (Subject around a snapshot, its model, read-only)
+            self.n_snapshots = 0
 
         def _pairs(self) -> list[tuple[str, object]]:
             return sorted(((p, s) for p, ss in self.model.items() for s in ss), key=repr)
@@ -98,7 +111,7 @@ def machine_class(spec: MatcherSpec, dialect: Dialect, steps: list[int]) -> type
             steps[0] += 1
             self.subject.unsubscribe(self.model, pattern, sub)
 
-        @rule(topic=topic_pool(universe, SYNTAX[dialect].sep))
+        @rule(topic=topic_strategy)
         def lookup(self, topic):
             steps[0] += 1
             self.subject.check_lookup(self.model, topic)
@@ -149,6 +162,48 @@ def machine_class(spec: MatcherSpec, dialect: Dialect, steps: list[int]) -> type
                 assert repr(value) in str(info.value), f"{op}{args!r}: {str(info.value)!r}"
             self.subject.check_state(self.model, f"after {op}{args!r}")
 
+        # --- snapshots (matchers that have them: CSTrie) -------------------------------------
+        # A writable snapshot is then mutated apart from its origin, each against its own
+        # model; a read-only snapshot must keep the state it was taken in and refuse writes.
+
+        @precondition(lambda self: self.can_snapshot and len(self.forks) < MAX_FORKS)
+        @rule(readonly=st.booleans())
+        def take_snapshot(self, readonly):
+            steps[0] += 1
+            snap = self.m.read_only_snapshot() if readonly else self.m.snapshot()
+            label = f"{'read-only ' if readonly else ''}snapshot #{self.n_snapshots}"
+            self.n_snapshots += 1
+            fork = self.subject.derived(snap, label)
+            model = {p: set(ss) for p, ss in self.model.items()}
+            fork.check_state(model, "just taken")
+            self.forks.append((fork, model, readonly))
+
+        @precondition(lambda self: self.forks)
+        @rule(data=st.data(), pattern=pattern_strategy, sub=subscribers(),
+              op=st.sampled_from(["subscribe", "unsubscribe", "lookup", "subscriptions"]))
+        def on_snapshot(self, data, pattern, sub, op):
+            steps[0] += 1
+            fork, model, readonly = data.draw(st.sampled_from(self.forks), label="snapshot")
+            if op == "lookup":
+                fork.check_lookup(model, data.draw(self.topic_strategy, label="topic"))
+            elif op == "subscriptions":
+                fork.check_state(model)
+            elif readonly:
+                with pytest.raises(ReadOnlyError):
+                    getattr(fork.matcher, op)(pattern, sub)
+                fork.check_state(model, f"after a refused {op}({pattern!r}, {sub!r})")
+            else:
+                getattr(fork, op)(model, pattern, sub)
+            fork.matcher.check()
+
+        @precondition(lambda self: self.forks)
+        @rule(data=st.data())
+        def drop_snapshot(self, data):
+            steps[0] += 1
+            i = data.draw(st.integers(0, len(self.forks) - 1), label="index")
+            fork, model, _ = self.forks.pop(i)
+            fork.check_state(model, "when dropped")
+
         # --- after every step ---------------------------------------------------------------
 
         @invariant()
@@ -159,6 +214,8 @@ def machine_class(spec: MatcherSpec, dialect: Dialect, steps: list[int]) -> type
 
         def teardown(self):
             self.subject.check_state(self.model, "at the end of the example")
+            for fork, model, _ in self.forks:
+                fork.check_state(model, "at the end of the example")
 
     MatcherMachine.__name__ = MatcherMachine.__qualname__ = (
         f"MatcherMachine[{spec.name}-{dialect.value}]"

@@ -1,0 +1,234 @@
+"""Generators of patterns, topics and bad input per dialect, shared by the whole suite.
+
+The syntax of each dialect is restated here from ``api.md`` (``SYNTAX``) rather than read from
+``ctrie.Dialect``, so that the tests do not inherit a mistake of the code they check.
+
+Two flavours of every generator:
+
+- Hypothesis strategies (``patterns``, ``topics``, ``fuzz_text``) for property tests and the
+  state machine, which shrink on failure;
+- plain functions of a seeded ``random.Random`` (``random_pattern``, ``random_topic``) and an
+  exhaustive enumeration (``all_topics``) for the oracle and threaded tests.
+
+Alphabets are deliberately tiny (three or four literal words) so that patterns collide, share
+prefixes and match topics often; each one holds a literal that looks like a wildcard to a
+careless implementation (``c*`` in NATS, ``#c`` in AMQP) and, for MQTT, an empty level and a
+``$`` level.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import random
+import zlib
+from dataclasses import dataclass
+
+from hypothesis import strategies as st
+
+from ctrie import Dialect
+
+__all__ = [
+    "DIALECTS",
+    "BASE_SEED",
+    "seed_for",
+    "SYNTAX",
+    "LITERALS",
+    "Syntax",
+    "patterns",
+    "pattern_pool",
+    "topic_pool",
+    "every_pattern",
+    "topics",
+    "subscribers",
+    "SUBSCRIBERS",
+    "fuzz_text",
+    "random_pattern",
+    "random_topic",
+    "all_topics",
+    "min_words",
+    "INVALID_PATTERNS",
+    "INVALID_TOPICS",
+    "NON_STR",
+    "UNHASHABLE",
+]
+
+DIALECTS = (Dialect.NATS, Dialect.AMQP, Dialect.MQTT)
+
+# Every seeded test derives its seed from this one and its own name; set CSTRIE_TEST_SEED to
+# explore other seeds. Assertion messages print the derived seed.
+BASE_SEED = int(os.environ.get("CSTRIE_TEST_SEED", "20240611"))
+
+
+def seed_for(*parts: object) -> int:
+    """A stable seed for one test case, e.g. ``seed_for("oracle", spec.name, dialect)``."""
+    text = "/".join(str(getattr(p, "value", p)) for p in (BASE_SEED, *parts))
+    return zlib.crc32(text.encode())
+
+
+@dataclass(frozen=True)
+class Syntax:
+    """A dialect's syntax as ``api.md`` states it."""
+
+    sep: str
+    single: str  # exactly one word
+    multi: str  # many words
+    multi_min: int  # words the many-level wildcard needs at least
+    multi_last_only: bool
+
+
+SYNTAX = {
+    Dialect.NATS: Syntax(".", "*", ">", 1, True),
+    Dialect.AMQP: Syntax(".", "*", "#", 0, False),
+    Dialect.MQTT: Syntax("/", "+", "#", 0, True),
+}
+
+LITERALS = {
+    Dialect.NATS: ("a", "b", "c*"),
+    Dialect.AMQP: ("a", "b", "#c"),
+    Dialect.MQTT: ("a", "b", "", "$x"),
+}
+
+# Subscribers of several hashable types; few of them, so that they are shared between patterns.
+SUBSCRIBERS = (0, 1, "s", ("t", 2))
+
+
+def min_words(words: list[str], dialect: Dialect) -> int:
+    """The fewest topic words a pattern (given as its words) can match."""
+    s = SYNTAX[dialect]
+    return sum(s.multi_min if w == s.multi else 1 for w in words)
+
+
+# --- Hypothesis strategies ------------------------------------------------------------------
+
+
+def patterns(dialect: Dialect, max_words: int = 4) -> st.SearchStrategy[str]:
+    """Valid patterns of 1..max_words words over the dialect's small alphabet."""
+    s = SYNTAX[dialect]
+    lits = LITERALS[dialect]
+    if s.multi_last_only:
+        body = st.lists(st.sampled_from((*lits, s.single)), max_size=max_words)
+        words = st.tuples(body, st.booleans()).map(
+            lambda bt: [*bt[0], s.multi] if bt[1] else bt[0]
+        )
+        words = words.filter(lambda w: 1 <= len(w) <= max_words)
+    else:
+        words = st.lists(st.sampled_from((*lits, s.single, s.multi)), min_size=1, max_size=max_words)
+    return words.map(s.sep.join).filter(bool)  # MQTT: a single empty level is ""
+
+
+def every_pattern(dialect: Dialect, max_words: int) -> list[str]:
+    """Every valid pattern of 1..max_words words over the alphabet, shortest first."""
+    s = SYNTAX[dialect]
+    symbols = (*LITERALS[dialect], s.single, s.multi)
+    out = []
+    for n in range(1, max_words + 1):
+        for ws in itertools.product(symbols, repeat=n):
+            if s.multi_last_only and s.multi in ws[:-1]:
+                continue
+            pattern = s.sep.join(ws)
+            if pattern:
+                out.append(pattern)
+    return out
+
+
+def pattern_pool(dialect: Dialect, max_words: int = 4) -> st.SearchStrategy[str]:
+    """Like :func:`patterns`, drawn from the precomputed :func:`every_pattern` in two draws (a
+    length, then a pattern of that length): cheap enough for state machines that draw
+    hundreds of thousands, and short patterns, which collide most, are as likely as long."""
+    sep = SYNTAX[dialect].sep
+    pool = every_pattern(dialect, max_words)
+    by_len = [[p for p in pool if p.count(sep) == n - 1] for n in range(1, max_words + 1)]
+    return st.one_of(*(st.sampled_from(ps) for ps in by_len))
+
+
+def topic_pool(topic_list: list[str], sep: str) -> st.SearchStrategy[str]:
+    """A topic from ``topic_list``, its length (in words) uniform first."""
+    lengths = sorted({t.count(sep) for t in topic_list})
+    return st.one_of(*(st.sampled_from([t for t in topic_list if t.count(sep) == n])
+                       for n in lengths))
+
+
+def topics(dialect: Dialect, max_words: int = 4) -> st.SearchStrategy[str]:
+    """Valid (literal) topics of 1..max_words words over the dialect's small alphabet."""
+    s = SYNTAX[dialect]
+    words = st.lists(st.sampled_from(LITERALS[dialect]), min_size=1, max_size=max_words)
+    return words.map(s.sep.join).filter(bool)
+
+
+def subscribers() -> st.SearchStrategy[object]:
+    return st.sampled_from(SUBSCRIBERS)
+
+
+# Characters that matter to some dialect, and whitespace of several kinds (str.isspace()),
+# including some that a careless check misses (U+001C, U+0085, U+3000) and one look-alike that
+# is not whitespace (U+200B).
+_SPECIAL = ". / * > # + $ a b \x00 \t \n \x0b \x1c \x85 \xa0 \u2028 \u3000 \u200b".split(" ")
+_SPECIAL += [" "]
+
+
+def fuzz_text(max_size: int = 10) -> st.SearchStrategy[str]:
+    """Arbitrary text, biased towards the characters the dialects give a meaning to."""
+    chars = st.one_of(st.sampled_from(_SPECIAL), st.characters())
+    return st.one_of(st.text(chars, max_size=max_size), st.text(max_size=max_size))
+
+
+# --- seeded random generators ---------------------------------------------------------------
+
+
+def random_pattern(rng: random.Random, dialect: Dialect, max_words: int = 4) -> str:
+    """A valid pattern of 1..max_words words; wildcards about a third of the words."""
+    s = SYNTAX[dialect]
+    lits = LITERALS[dialect]
+    while True:
+        n = rng.randint(1, max_words)
+        words = [rng.choice(lits) if rng.random() < 0.65 else s.single for _ in range(n)]
+        if s.multi_last_only:
+            if rng.random() < 0.35:
+                words[-1] = s.multi
+        else:
+            for i in range(n):
+                if rng.random() < 0.2:
+                    words[i] = s.multi
+        pattern = s.sep.join(words)
+        if pattern:
+            return pattern
+
+
+def random_topic(rng: random.Random, dialect: Dialect, min_len: int = 1, max_len: int = 4) -> str:
+    s = SYNTAX[dialect]
+    while True:
+        topic = s.sep.join(rng.choice(LITERALS[dialect]) for _ in range(rng.randint(min_len, max_len)))
+        if topic:
+            return topic
+
+
+def all_topics(dialect: Dialect, max_words: int) -> list[str]:
+    """Every valid topic of 1..max_words words over the alphabet, sorted."""
+    s = SYNTAX[dialect]
+    out = {
+        s.sep.join(ws)
+        for n in range(1, max_words + 1)
+        for ws in itertools.product(LITERALS[dialect], repeat=n)
+    }
+    out.discard("")
+    return sorted(out)
+
+
+# --- bad input ------------------------------------------------------------------------------
+
+INVALID_PATTERNS = {
+    Dialect.NATS: ["", ".", "a..b", ".a", "a.", "a.>.b", ">.a", "a b", "a.\tb", "a.\u3000"],
+    Dialect.AMQP: ["", ".", "a..b", ".a", "a.", "#..#", "*."],
+    Dialect.MQTT: ["", "a+", "a/b#", "#/a", "a/#/b", "+#", "a/\x00", "\x00"],
+}
+
+INVALID_TOPICS = {
+    Dialect.NATS: ["", ".", "a..b", "a.", "*", ">", "a.*", "a.>", "a b", "\x1c"],
+    Dialect.AMQP: ["", ".", "a..b", "a.", "*", "#", "a.#", "#.a", "a.*.b"],
+    Dialect.MQTT: ["", "+", "#", "a/+", "a/#", "a+", "a#b", "\x00", "a/\x00"],
+}
+
+NON_STR = [None, 1, 2.5, b"a", bytearray(b"a"), ["a"], ("a",), object()]
+
+UNHASHABLE = [[], ["a"], {}, set(), bytearray(b"x")]
