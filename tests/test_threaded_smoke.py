@@ -17,48 +17,21 @@ bounded in count and time, and threads re-raise their exception on join.
 from __future__ import annotations
 
 import random
-import sys
-import threading
 import time
 
 import pytest
 
 from matchers import IDS, REGISTRY, build, reference_matches
 from strategies import DIALECTS, all_topics, every_pattern, seed_for
+from threads import run_threads, switch_interval
 
 THREADS = 4
 SUBS_PER_THREAD = 3
 PATTERNS_PER_SUB = 6
-OPS_PER_THREAD = 1500
+OPS_PER_THREAD = 2500
 TIME_LIMIT = 20.0  # seconds a thread may run before it stops, whatever its count
-JOIN_TIMEOUT = 60.0
+JOIN_TIMEOUT = 60.0  # a thread still running then is a failure (run_threads)
 MAX_WORDS = 3
-
-
-class Worker(threading.Thread):
-    """A thread that waits at the barrier, runs ``fn`` and re-raises its exception on join."""
-
-    def __init__(self, fn, barrier: threading.Barrier, stop: threading.Event, name: str) -> None:
-        super().__init__(name=name, daemon=True)
-        self.fn, self.barrier, self.stop = fn, barrier, stop
-        self.exc: BaseException | None = None
-        self.ops = 0
-
-    def run(self) -> None:
-        try:
-            self.barrier.wait(timeout=JOIN_TIMEOUT)
-            self.fn(self)
-        except BaseException as exc:  # noqa: BLE001 -- re-raised in join()
-            self.exc = exc
-            self.stop.set()
-
-    def join(self, timeout: float | None = JOIN_TIMEOUT) -> None:
-        super().join(timeout)
-        if self.is_alive():
-            self.stop.set()
-            raise AssertionError(f"{self.name} still running after {timeout} s")
-        if self.exc is not None:
-            raise self.exc
 
 
 @pytest.mark.concurrency
@@ -83,15 +56,16 @@ def test_threaded_smoke(spec, dialect, figures):
     }
     models: dict[int, dict[str, set]] = {k: {} for k in range(THREADS)}
     deadline = time.monotonic() + TIME_LIMIT
-    stop = threading.Event()
 
-    def work(k: int, me: Worker) -> None:
+    def work(k: int) -> int:
+        """Thread k's operations; returns how many it ran."""
         r = random.Random(seed * 1000 + k)
         mine = owned[k]
         model = models[k]
+        done = 0
         for i in range(OPS_PER_THREAD):
-            if stop.is_set() or time.monotonic() > deadline:
-                return
+            if time.monotonic() > deadline:
+                break
             ctx = f"thread {k} op {i}, seed={seed}"
             x = r.random()
             s = r.choice(mine)
@@ -102,7 +76,9 @@ def test_threaded_smoke(spec, dialect, figures):
             elif x < 0.75:
                 present = s in model.get(p, ())
                 got = m.unsubscribe(p, s)
-                assert got is present, f"unsubscribe({p!r}, {s!r}) = {got}, owner knows {present}; {ctx}"
+                assert got is present, (
+                    f"unsubscribe({p!r}, {s!r}) = {got}, its owner knows {present}; {ctx}"
+                )
                 if present:
                     model[p].discard(s)
                     if not model[p]:
@@ -119,23 +95,13 @@ def test_threaded_smoke(spec, dialect, figures):
                     f"lookup({t!r}): own subscribers {sorted(own)}, expected {sorted(want)} "
                     f"from {model}; {ctx}"
                 )
-            me.ops += 1
+            done += 1
+        return done
 
-    barrier = threading.Barrier(THREADS)
-    workers = [Worker(lambda me, k=k: work(k, me), barrier, stop, f"worker-{k}")
-               for k in range(THREADS)]
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    try:
-        for w in workers:
-            w.start()
-        for w in workers:
-            w.join()
-    finally:
-        sys.setswitchinterval(old)
-        stop.set()
+    with switch_interval(1e-6):
+        counts = run_threads([work] * THREADS, timeout=JOIN_TIMEOUT)
 
-    ops = sum(w.ops for w in workers)
+    ops = sum(counts)
     figures.add(f"threaded smoke ops {spec.name}", ops)
     assert ops >= THREADS * 100, f"only {ops} operations ran in {TIME_LIMIT} s, seed={seed}"
 
