@@ -14,11 +14,18 @@ tomb completes or cleans it and carries on. No locks are taken anywhere.
 
 Lookups read main nodes with GCAS_READ and never write, except to complete a pending GCAS or
 compress a tomb they meet. A lookup that reads more than one I-node validates its reads
-(double collect): it re-reads each I-node it visited and retries if any changed. Without
-that, a lookup whose wildcards send it down two subtrees could combine a state of one subtree
-from before a write with a state of the other from after a later write, a result no single
-instant ever had. With it, all the main nodes read were in place together at the instant the
-validation began, and the lookup linearizes there.
+(double collect): it re-reads each I-node it visited but the last and retries if any changed.
+Without that, a lookup whose wildcards send it down two subtrees could combine a state of one
+subtree from before a write with a state of the other from after a later write, a result no
+single instant ever had. With it, every main node read was still in place when the last one
+was read, and the lookup linearizes at that last read.
+
+Path compression: where only one pattern continues below a branch, its remaining words sit
+in an S-node (:class:`~ctrie.nodes.SNode`) in the branch instead of a chain of one-branch
+I-nodes. A subscribe that must pass through an S-node first expands it into I-nodes with one
+GCAS that leaves the stored patterns unchanged. Unsubscribe does not contract chains back
+into S-nodes: removal still returns the trie to its empty shape, and compression is only a
+matter of speed and memory.
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ from cereggii import AtomicRef
 
 from .errors import ReadOnlyError
 from .gcas import GCAS, gcas_complete, gcas_read
-from .nodes import EMPTY, Branch, CNode, Gen, INode, MainNode, TNode
+from .nodes import EMPTY, Branch, CNode, Gen, INode, MainNode, SNode, TNode
 from .rdcss import rdcss_read_root, rdcss_root
 from .topics import Dialect, DialectLike, pattern_validator, require_hashable, topic_validator
 
@@ -42,6 +49,10 @@ _RESTART = object()
 
 class _Restart(Exception):
     """Raised inside a lookup that met a tomb (after helping to clean it)."""
+
+
+class _Slow(Exception):
+    """Raised inside a lookup whose topic needs the validator's full checks."""
 
 
 class CSTrie:
@@ -81,7 +92,9 @@ class CSTrie:
         "_validate_topic",
         "_single",
         "_multi",
-        "_lookup_impl",
+        "_amqp",
+        "_mqtt",
+        "_multi_min",
     )
 
     def __init__(self, dialect: DialectLike = Dialect.NATS, *, _root: Optional[INode] = None,
@@ -97,11 +110,9 @@ class CSTrie:
             _root = INode(CNode({}, d.single, d.multi), Gen())
         # The root reference holds an INode or, while a snapshot swaps it, a descriptor.
         self._root = AtomicRef(_root)
-        self._lookup_impl = {
-            Dialect.NATS: self._lookup_nats_mqtt,
-            Dialect.MQTT: self._lookup_nats_mqtt,
-            Dialect.AMQP: self._lookup_amqp,
-        }[d]
+        self._amqp = d is Dialect.AMQP
+        self._mqtt = d is Dialect.MQTT
+        self._multi_min = d.multi_min
 
     # --- root -------------------------------------------------------------------------------
 
@@ -162,12 +173,20 @@ class CSTrie:
         while self._insert(self._read_root(), words, subscriber) is _RESTART:
             pass
 
-    def _chain(self, words: list[str], j: int, subscriber: Hashable, gen: Gen) -> INode:
-        """A fresh, unpublished path of I-nodes for ``words[j:]`` ending in ``subscriber``."""
+    def _expanded(self, sn: SNode, rest: tuple[str, ...], gen: Gen) -> INode:
+        """Fresh, unpublished I-nodes holding exactly the pattern of ``sn``: one I-node per
+        word that ``sn.words`` shares with ``rest`` (at least one), the remainder still in
+        an S-node. Publishing it in place of ``sn`` leaves the stored patterns unchanged."""
+        t = sn.words
+        k = 1
+        top = min(len(t), len(rest))
+        while k < top and t[k - 1] == rest[k - 1]:
+            k += 1
         single, multi = self._single, self._multi
-        inode = INode(CNode({words[-1]: Branch(frozenset((subscriber,)), None)}, single, multi), gen)
-        for k in range(len(words) - 2, j - 1, -1):
-            inode = INode(CNode({words[k]: Branch(EMPTY, inode)}, single, multi), gen)
+        b = Branch(sn.subs, None) if k == len(t) else Branch(EMPTY, SNode(t[k:], sn.subs, single, multi))
+        for j in range(k - 1, -1, -1):
+            inode = INode(CNode({t[j]: b}, single, multi), gen)
+            b = Branch(EMPTY, inode)
         return inode
 
     def _insert(self, root: INode, words: list[str], subscriber: Hashable) -> object:
@@ -195,9 +214,24 @@ class CSTrie:
                 return None if GCAS(inode, m, m.updated(w, nb, single, multi), self) else _RESTART
             child = None if b is None else b.inode
             if child is None:
-                # Extend the trie with the whole missing path in one GCAS.
-                nb = Branch(EMPTY if b is None else b.subs, self._chain(words, i + 1, subscriber, startgen))
+                # The rest of the pattern is new: it goes in as one S-node, in one GCAS.
+                nb = Branch(EMPTY if b is None else b.subs,
+                            SNode(tuple(words[i + 1:]), frozenset((subscriber,)), single, multi))
                 return None if GCAS(inode, m, m.updated(w, nb, single, multi), self) else _RESTART
+            if type(child) is SNode:
+                rest = tuple(words[i + 1:])
+                if child.words == rest:
+                    if subscriber in child.subs:
+                        return None  # already there: linearizes at the read of m
+                    nb = Branch(b.subs, SNode(rest, child.subs | {subscriber}, single, multi))
+                    return None if GCAS(inode, m, m.updated(w, nb, single, multi), self) else _RESTART
+                # Another pattern: expand the S-node into I-nodes down to where the two
+                # patterns part. The stored patterns are unchanged by this GCAS, so it needs
+                # no linearization point of its own; then read this level again and go on.
+                nb = Branch(b.subs, self._expanded(child, rest, startgen))
+                if GCAS(inode, m, m.updated(w, nb, single, multi), self):
+                    continue
+                return _RESTART
             if child.gen is not startgen:
                 # The child predates a snapshot: renew this C-node's children into our
                 # generation first, then read this level again.
@@ -212,7 +246,7 @@ class CSTrie:
         branches = {}
         for w, b in m.branches.items():
             c = b.inode
-            if c is not None and c.gen is not gen:
+            if type(c) is INode and c.gen is not gen:  # S-nodes are immutable: shared
                 b = Branch(b.subs, INode(gcas_read(c, self), gen))
             branches[w] = b
         return CNode(branches, self._single, self._multi)
@@ -252,32 +286,39 @@ class CSTrie:
             b = m.branches.get(w)
             if b is None:
                 return False
+            child = b.inode
             if i == len(words) - 1:
                 if subscriber not in b.subs:
                     return False
                 subs = b.subs - {subscriber}
-                child = b.inode
-                if child is not None and self._is_tomb(child):
+                if type(child) is INode and self._is_tomb(child):
                     child = None  # a tombed child is no live child: drop it here too
-                if subs or child is not None:
-                    nm: MainNode = m.updated(w, Branch(subs, child), single, multi)
-                elif len(m.branches) > 1 or parent is None:
-                    nm = m.removed(w, single, multi)  # the root's C-node may be empty
-                else:
-                    nm = TNode()  # last branch of a non-root C-node: entomb the I-node
-                # Linearization point: the commit of this GCAS.
-                if not GCAS(inode, m, nm, self):
-                    return _RESTART
-                res: object = True
-                break
-            child = b.inode
-            if child is None:
+            elif child is None:
                 return False
-            if child.gen is not startgen:
+            elif type(child) is SNode:
+                if subscriber not in child.subs or child.words != tuple(words[i + 1:]):
+                    return False
+                rest = child.subs - {subscriber}
+                subs, child = b.subs, (SNode(child.words, rest, single, multi) if rest else None)
+            elif child.gen is not startgen:
                 if GCAS(inode, m, self._renewed(m, startgen), self):
                     continue
                 return _RESTART
-            res = self._remove(child, inode, w, words, i + 1, subscriber, startgen)
+            else:
+                res = self._remove(child, inode, w, words, i + 1, subscriber, startgen)
+                break
+            # Here the pair was found on this level: ``subs`` and ``child`` are what the
+            # branch keeps.
+            if subs or child is not None:
+                nm: MainNode = m.updated(w, Branch(subs, child), single, multi)
+            elif len(m.branches) > 1 or parent is None:
+                nm = m.removed(w, single, multi)  # the root's C-node may be empty
+            else:
+                nm = TNode()  # last branch of a non-root C-node: entomb the I-node
+            # Linearization point: the commit of this GCAS.
+            if not GCAS(inode, m, nm, self):
+                return _RESTART
+            res = True
             break
         if res is True and parent is not None and self._is_tomb(inode):
             # Scala's cleanParent: this I-node is a tomb now; take it out of the parent so
@@ -322,25 +363,144 @@ class CSTrie:
 
         O(k) per matching path (see the class docstring). Lock-free and linearizable: reads
         of several I-nodes are validated by a second collect and retried if any changed.
+
+        NATS and MQTT (AMQP: :meth:`_lookup_amqp`): the many-level wildcard ends a pattern,
+        so the walk goes down the trie one word per level and forks only where both the
+        word's branch and the one-level wildcard's branch go deeper (the fork waits on
+        ``forks``). Each state is (I-node, index of the next word); MQTT also visits
+        (child, n) after the last word, for the parent match of ``a/#`` against ``a``. An
+        S-node met on the way is matched against the rest of the topic on the spot.
+
+        Written as one loop for speed (it runs once per published message): no call per
+        level, and no tomb test -- a tomb has no ``fwc``, so meeting one raises
+        AttributeError, handled off the hot path.
         """
-        words = self._validate_topic(topic)
-        impl = self._lookup_impl
+        mqtt = self._mqtt
+        # The validators' fast paths (ctrie.topics), inlined: a call costs as much as a
+        # level of the walk. Whatever they do not accept at once (including a non-str,
+        # which fails here with AttributeError or TypeError) goes to the validator, which
+        # raises the documented error or returns the words.
+        try:
+            if mqtt:
+                if not topic or "+" in topic or "#" in topic or "\x00" in topic:
+                    raise _Slow
+                words = topic.split("/")
+            elif self._amqp:
+                return self._lookup_amqp(self._validate_topic(topic))
+            else:
+                if not topic.isprintable() or " " in topic or "*" in topic or ">" in topic:
+                    raise _Slow
+                words = topic.split(".")
+                if "" in words:
+                    raise _Slow
+        except (_Slow, AttributeError, TypeError):
+            words = self._validate_topic(topic)
+        n = len(words)
+        # MQTT 4.7.2: a leading wildcard does not match a topic that starts with '$'.
+        dollar = mqtt and words[0][:1] == "$"
         while True:
+            # The root reference may hold an RDCSS descriptor (a snapshot is being taken):
+            # then ``root.main`` below raises AttributeError, and the handler completes it.
             root = self._root.get()
-            if type(root) is not INode:
-                root = self._read_root()
             hits: list[frozenset] = []
-            seen: list = []
+            seen: list = []  # alternately each I-node's AtomicRef and the main node read
+            add = hits.append
+            ap = seen.append
+            forks: Optional[list] = None  # made at the first fork
+            inode = root
+            parent = pword = None
+            i = 0
             try:
-                impl(root, words, hits, seen)
+                while True:
+                    ref = inode.main
+                    m = ref.get()
+                    if m.prev is not None:
+                        m = gcas_complete(inode, m, self)
+                    try:
+                        f = m.fwc
+                    except AttributeError:
+                        if type(m) is not TNode:
+                            raise
+                        self._tomb_met(inode, parent, pword, i == 1, root.gen)
+                        f = None  # read as the empty subtree it stands for
+                        m = _EMPTY_CNODE
+                        ref = _EMPTY_REF  # a tomb is final: its read needs no second look
+                    if f is not None and f.subs and (i or not dollar):
+                        add(f.subs)  # NATS '>': i < n here, so a word remains; MQTT '#'
+                    nxt = None
+                    if i < n:
+                        w = words[i]
+                        b = m.branches.get(w)
+                        p = m.pwc
+                        if p is not None and not i and dollar:
+                            p = None
+                        i += 1
+                        if b is not None:
+                            if i == n and b.subs:
+                                add(b.subs)
+                            c = b.inode
+                            if c is not None and (i < n or mqtt):
+                                if type(c) is SNode:
+                                    # _snode_ok(c, words, i, multi_min) inlined: in a sparse trie
+                                    # most lookups end in an S-node on this branch.
+                                    key = c.key
+                                    if c.open:
+                                        r = words[i:i + len(key)]
+                                        ok = len(words) - i >= len(key) + self._multi_min
+                                    else:
+                                        r = words[i:]
+                                        ok = len(r) == len(key)
+                                    if ok:
+                                        for j in c.wild:
+                                            r[j] = None
+                                        if r == key:
+                                            add(c.subs)
+                                else:
+                                    nxt = c
+                        if p is not None:
+                            if i == n and p.subs:
+                                add(p.subs)
+                            c = p.inode
+                            if c is not None and (i < n or mqtt):
+                                if type(c) is SNode:
+                                    if _snode_ok(c, words, i, self._multi_min):
+                                        add(c.subs)
+                                elif nxt is None:
+                                    nxt, w = c, self._single
+                                elif forks is None:
+                                    forks = [(c, inode, self._single, i)]
+                                else:
+                                    forks.append((c, inode, self._single, i))
+                    # Record the read for the double collect, unless it was the last one.
+                    if nxt is not None:
+                        ap(ref)
+                        ap(m)
+                        inode, parent, pword = nxt, inode, w
+                    elif forks:
+                        ap(ref)
+                        ap(m)
+                        inode, parent, pword, i = forks.pop()
+                    else:
+                        break
             except _Restart:
                 continue
-            # Double collect: every I-node read must still hold the main node read from it.
-            # ``seen`` alternates AtomicRef, main node; the comparison runs in C (list
-            # equality tests identity first, and main nodes define no __eq__).
-            if len(seen) > 2 and not self._readonly and list(map(_get, seen[::2])) != seen[1::2]:
+            except AttributeError:
+                if type(root) is INode:
+                    raise  # a bug, not a descriptor
+                self._read_root()  # completes the pending RDCSS
                 continue
-            return _union(hits)
+            # Double collect: every I-node read but the last must still hold the main node
+            # read from it. Then each of those held from its read until now, so all the
+            # reads held together at the instant of the last one: the lookup linearizes
+            # there. The comparison runs in C (list equality tests identity first, and main
+            # nodes define no __eq__). A lookup that read one I-node needs no second look.
+            if seen and not self._readonly and list(map(_get, seen[::2])) != seen[1::2]:
+                continue
+            if not hits:
+                return EMPTY
+            if len(hits) == 1:
+                return hits[0]  # a branch's own frozenset: immutable, so safe to hand out
+            return EMPTY.union(*hits)
 
     def _tomb_met(self, inode: INode, parent: Optional[INode], word: Optional[str],
                   parent_is_root: bool, rootgen: Gen) -> None:
@@ -353,80 +513,22 @@ class CSTrie:
         self._compress_branch(parent, inode, word, parent_is_root, rootgen)
         raise _Restart
 
-    def _lookup_nats_mqtt(self, root: INode, words: list[str], hits: list, seen: list) -> None:
-        """NATS and MQTT: the many-level wildcard ends a pattern, so the walk goes down the
-        trie one word per level and forks only where both the word's branch and the
-        one-level wildcard's branch go deeper (the fork waits on ``forks``). Each state is
-        (I-node, index of the next word); MQTT also visits (child, n) after the last word,
-        for the parent match of ``a/#`` against ``a``.
-
-        Written as one loop for speed (it runs once per published message): no call per
-        level, and no tomb test -- a tomb has no ``fwc``, so meeting one raises
-        AttributeError, handled off the hot path.
-        """
-        n = len(words)
-        mqtt = self.dialect is Dialect.MQTT
-        # MQTT 4.7.2: a leading wildcard does not match a topic that starts with '$'.
-        dollar = mqtt and words[0][:1] == "$"
-        ap = seen.append
-        add = hits.append
-        forks: list = []
-        inode, parent, pword, i = root, None, None, 0
+    def _lookup_amqp(self, words: list[str]) -> frozenset:
+        """AMQP lookup: :meth:`_walk_amqp` with the same retry and double collect as
+        :meth:`lookup`."""
         while True:
-            ref = inode.main
-            m = ref.get()
-            if m.prev is not None:
-                m = gcas_complete(inode, m, self)
-            ap(ref)
-            ap(m)
+            root = self._read_root()
+            hits: list[frozenset] = []
+            seen: list = []
             try:
-                f = m.fwc
-            except AttributeError:
-                if type(m) is not TNode:
-                    raise
-                self._tomb_met(inode, parent, pword, i == 1, root.gen)
-                f = None  # read as the empty subtree it stands for
-                m = _EMPTY_CNODE
-            if f is not None and f.subs and (i or not dollar):
-                add(f.subs)  # NATS '>': here i < n, so one or more words remain; MQTT '#'
-            nxt = None
-            if i < n:
-                w = words[i]
-                b = m.branches.get(w)
-                p = m.pwc
-                if p is not None and not i and dollar:
-                    p = None
-                i += 1
-                if i == n:
-                    if b is not None:
-                        if b.subs:
-                            add(b.subs)
-                        if mqtt:
-                            nxt = b.inode
-                    if p is not None:
-                        if p.subs:
-                            add(p.subs)
-                        if mqtt and p.inode is not None:
-                            if nxt is None:
-                                nxt, w = p.inode, self._single
-                            else:
-                                forks.append((p.inode, inode, self._single, i))
-                else:
-                    if b is not None:
-                        nxt = b.inode
-                    if p is not None and p.inode is not None:
-                        if nxt is None:
-                            nxt, w = p.inode, self._single
-                        else:
-                            forks.append((p.inode, inode, self._single, i))
-            if nxt is not None:
-                inode, parent, pword = nxt, inode, w
-            elif forks:
-                inode, parent, pword, i = forks.pop()
-            else:
-                return
+                self._walk_amqp(root, words, hits, seen)
+            except _Restart:
+                continue
+            if len(seen) > 2 and not self._readonly and list(map(_get, seen[::2])) != seen[1::2]:
+                continue
+            return EMPTY.union(*hits) if hits else EMPTY
 
-    def _lookup_amqp(self, root: INode, words: list[str], hits: list, seen: list) -> None:
+    def _walk_amqp(self, root: INode, words: list[str], hits: list, seen: list) -> None:
         """AMQP: '#' matches zero or more words anywhere, so several paths can reach the same
         (I-node, position); each is expanded once (``done``), which bounds the walk by
         visited nodes x (k + 1) however the patterns nest '#'."""
@@ -454,9 +556,13 @@ class CSTrie:
                 # '#' consumes words[i:j] for every j >= i.
                 if h.subs:
                     add(h.subs)  # consuming every remaining word
-                if h.inode is not None:
+                c = h.inode
+                if type(c) is SNode:
+                    if any(_tail_ok_amqp(c.words, words, j) for j in range(i, n + 1)):
+                        add(c.subs)
+                elif c is not None:
                     for j in range(i, n + 1):
-                        visit(h.inode, inode, "#", depth + 1, j)
+                        visit(c, inode, "#", depth + 1, j)
             if i == n:
                 return
             w = words[i]
@@ -466,8 +572,12 @@ class CSTrie:
                     continue
                 if i == n and b.subs:
                     add(b.subs)
-                if b.inode is not None:
-                    visit(b.inode, inode, word, depth + 1, i)
+                c = b.inode
+                if type(c) is SNode:
+                    if _tail_ok_amqp(c.words, words, i):
+                        add(c.subs)
+                elif c is not None:
+                    visit(c, inode, word, depth + 1, i)
 
         rootgen = root.gen
         visit(root, None, None, 0, 0)
@@ -487,8 +597,11 @@ class CSTrie:
                 path = prefix + w
                 if b.subs:
                     yield path, b.subs
-                if b.inode is not None:
-                    stack.append((b.inode, path + sep))
+                c = b.inode
+                if type(c) is SNode:
+                    yield path + sep + sep.join(c.words), c.subs
+                elif c is not None:
+                    stack.append((c, path + sep))
 
     def subscriptions(self) -> dict[str, frozenset]:
         """Pattern -> subscribers, consistent as of one instant (read on a read-only
@@ -538,21 +651,75 @@ class CSTrie:
             for w, b in m.branches.items():
                 assert type(b) is Branch, f"not a branch at {path + w!r}: {b!r}"
                 assert type(b.subs) is frozenset, f"subscribers not a frozenset at {path + w!r}"
-                if b.inode is None:
+                c = b.inode
+                if c is None:
                     assert b.subs, f"leaf branch without subscribers at {path + w!r}"
+                elif type(c) is SNode:
+                    where = path + w + self.dialect.separator
+                    assert type(c.words) is tuple and c.words, f"S-node without words at {where!r}"
+                    assert all(type(x) is str for x in c.words), f"bad S-node words at {where!r}"
+                    assert type(c.subs) is frozenset and c.subs, f"S-node without subscribers at {where!r}"
                 else:
-                    stack.append((b.inode, path + w + self.dialect.separator, in_gen and here))
+                    assert type(c) is INode, f"branch child is a {type(c).__name__} at {path + w!r}"
+                    stack.append((c, path + w + self.dialect.separator, in_gen and here))
 
 
 _get = AtomicRef.get
 
 # What a lookup reads in place of a tomb it may not clean: an empty subtree.
 _EMPTY_CNODE = CNode({}, "", "")
+_EMPTY_REF = AtomicRef(_EMPTY_CNODE)  # never written: what a lookup records for a tomb
 
 
-def _union(hits: list) -> frozenset:
-    if not hits:
-        return EMPTY
-    if len(hits) == 1:
-        return hits[0]  # a branch's own frozenset: immutable, so safe to hand out
-    return EMPTY.union(*hits)
+# --- matching the words of an S-node against the rest of a topic ------------------------------
+# ``t`` is an S-node's words and ``words[i:]`` the rest of the topic. An S-node always sits
+# below a branch, so its first word is never the topic's first level: the MQTT '$' rule
+# (which concerns only wildcards on the first level) never applies here.
+
+
+def _snode_ok(c: SNode, words: list[str], i: int, multi_min: int) -> bool:
+    """NATS and MQTT: does ``words[i:]`` match the S-node ``c``? One-level wildcards match
+    any word; a trailing many-level wildcard matches ``multi_min`` or more words (NATS '>'
+    one or more, MQTT '#' zero or more). O(len(c.words))."""
+    key = c.key
+    if c.open:
+        k = len(key)
+        if len(words) - i < k + multi_min:
+            return False
+        r = words[i:i + k]
+    else:
+        r = words[i:]
+        if len(r) != len(key):
+            return False
+    for j in c.wild:
+        r[j] = None
+    return r == key
+
+
+def _tail_ok_amqp(t: tuple[str, ...], words: list[str], i: int) -> bool:
+    """AMQP: '*' is one word, '#' zero or more words anywhere. The set of pattern positions
+    reachable after each topic word (an NFA simulation): O(len(t) x len(words)), never
+    exponential however the '#' nest."""
+    k = len(t)
+
+    def closure(states: set[int]) -> set[int]:
+        for s in sorted(states):  # '#' may consume nothing: its successor is reachable too
+            while s < k and t[s] == "#":
+                s += 1
+                states.add(s)
+        return states
+
+    states = closure({0})
+    for w in words[i:]:
+        nxt: set[int] = set()
+        for s in states:
+            if s < k:
+                x = t[s]
+                if x == "#":
+                    nxt.add(s)  # consume w and stay
+                elif x == "*" or x == w:
+                    nxt.add(s + 1)
+        if not nxt:
+            return False
+        states = closure(nxt)
+    return k in states

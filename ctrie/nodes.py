@@ -12,7 +12,11 @@ because a C-node is entombed only once its last branch is gone.
 - :class:`TNode`      a tomb: the final main node of an I-node whose C-node lost its last
                       branch. An entombed I-node never changes again.
 - :class:`FailedNode` written into a main node's ``prev`` when its GCAS is aborted.
-- :class:`Branch`     a word's subscribers and, where the trie goes deeper, its child I-node.
+- :class:`SNode`      a singleton node: the rest of one pattern and its subscribers, kept in
+                      a branch in place of a chain of one-branch I-nodes (the paper's
+                      S-node, which holds one key without an I-node above it).
+- :class:`Branch`     a word's subscribers and, where the trie goes deeper, its child: an
+                      I-node, or an S-node when a single pattern continues below.
 
 Main nodes carry ``prev`` for GCAS: ``None`` once the node is committed (or for a node that
 was never published through GCAS), otherwise an ``AtomicRef`` that holds the node it replaced
@@ -28,7 +32,7 @@ from typing import Optional
 
 from cereggii import AtomicRef
 
-__all__ = ["Gen", "INode", "MainNode", "CNode", "TNode", "FailedNode", "Branch", "EMPTY"]
+__all__ = ["Gen", "INode", "MainNode", "CNode", "TNode", "FailedNode", "Branch", "SNode", "EMPTY"]
 
 EMPTY: frozenset = frozenset()
 
@@ -53,14 +57,47 @@ class MainNode:
         self.prev: Optional[AtomicRef] = None
 
 
+class SNode:
+    """A singleton node: ``words`` (a non-empty tuple) is the rest of exactly one pattern
+    below a branch, and ``subs`` (non-empty) its subscribers. Immutable, and it has no
+    generation: being immutable, it can be shared by a trie and its snapshots.
+
+    Path compression: a pattern whose words below some branch are shared with no other
+    pattern costs one S-node instead of one I-node and C-node per word, and a lookup matches
+    the rest of the topic against ``words`` in a loop instead of reading one I-node per
+    level. A subscribe that needs to go through an S-node first expands it into I-nodes
+    (:meth:`ctrie.CSTrie._expanded`); that leaves the stored patterns unchanged.
+    """
+
+    __slots__ = ("words", "subs", "key", "wild", "open")
+
+    def __init__(self, words: tuple[str, ...], subs: frozenset, single: str, multi: str) -> None:
+        self.words = words
+        self.subs = subs
+        # For matching in NATS and MQTT, where the many-level wildcard can only be last:
+        # ``key`` is the words before it, with None in place of each one-level wildcard,
+        # whose positions are ``wild``; ``open`` says the pattern ends in the many-level
+        # wildcard. A topic's rest matches if it has the right length and, with None put at
+        # ``wild``, equals ``key`` (one C-level list comparison).
+        self.open = words[-1] == multi
+        key = list(words[:-1] if self.open else words)
+        self.wild = tuple(j for j, w in enumerate(key) if w == single)
+        for j in self.wild:
+            key[j] = None  # type: ignore[call-overload]
+        self.key = key
+
+    def __repr__(self) -> str:
+        return f"SNode({self.words!r}, {set(self.subs)})"
+
+
 class Branch:
     """A word's branch in a C-node: ``subs`` (a frozenset of subscribers whose pattern ends
-    here) and ``inode`` (the child I-node, or None where no longer pattern continues).
-    Immutable."""
+    here) and ``inode``: the child I-node, an :class:`SNode` holding the only pattern that
+    continues below, or None where no longer pattern continues. Immutable."""
 
     __slots__ = ("subs", "inode")
 
-    def __init__(self, subs: frozenset, inode: Optional[INode]) -> None:
+    def __init__(self, subs: frozenset, inode: Optional[INode | SNode]) -> None:
         self.subs = subs
         self.inode = inode
 

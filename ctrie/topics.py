@@ -121,8 +121,8 @@ def require_hashable(subscriber: object) -> None:
 
 
 def _has_whitespace(s: str) -> bool:
-    # In printable ASCII the only whitespace is ' ': a cheap test for the common case.
-    if s.isascii() and s.isprintable():
+    # In printable text the only whitespace is ' ': a cheap test for the common case.
+    if s.isprintable():
         return " " in s
     return _WHITESPACE.search(s) is not None
 
@@ -142,9 +142,11 @@ def _nats_pattern(pattern: str) -> list[str]:
 
 
 def _nats_topic(topic: str) -> list[str]:
-    # Hot path (every lookup): printable ASCII without space, '*' or '>' needs only the
-    # empty-token test. Anything else takes the full checks below.
-    if isinstance(topic, str) and topic.isascii() and topic.isprintable() and " " not in topic \
+    # Hot path (every lookup): a printable string without space, '*' or '>' needs only the
+    # empty-token test (the only whitespace character str.isprintable() accepts is the
+    # space; test_topics checks that over all of Unicode). Anything else takes the full
+    # checks below.
+    if isinstance(topic, str) and topic.isprintable() and " " not in topic \
             and "*" not in topic and ">" not in topic:
         words = topic.split(".")
         if "" not in words:

@@ -25,12 +25,12 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from strategies import SYNTAX
+
 import ctrie
 from ctrie import Dialect
 
-from strategies import SYNTAX
-
-__all__ = ["MatcherSpec", "REGISTRY", "IDS", "Subject", "build", "by_name", "reference_matches"]
+__all__ = ["IDS", "REGISTRY", "MatcherSpec", "Subject", "build", "by_name", "reference_matches"]
 
 Factory = Callable[[Dialect, Sequence[str], int], Any]
 
@@ -201,7 +201,8 @@ class Subject:
         else:
             got = m.unsubscribe(pattern, sub)
         assert got is present, (
-            f"{self}: unsubscribe({pattern!r}, {sub!r}) returned {got!r}, expected {present}. {ctx}"
+            f"{self}: unsubscribe({pattern!r}, {sub!r}) returned {got!r}, expected {present}. "
+            f"{ctx}"
         )
         if present:
             model[pattern].discard(sub)
@@ -253,4 +254,5 @@ def build(
 
 
 def model_repr(model: Mapping[str, Collection]) -> str:
-    return "{" + ", ".join(f"{p!r}: {sorted(map(repr, s))}" for p, s in sorted(model.items())) + "}"
+    items = (f"{p!r}: {sorted(map(repr, s))}" for p, s in sorted(model.items()))
+    return "{" + ", ".join(items) + "}"

@@ -29,28 +29,28 @@ from hypothesis import strategies as st
 from ctrie import Dialect
 
 __all__ = [
-    "DIALECTS",
     "BASE_SEED",
-    "seed_for",
-    "SYNTAX",
-    "LITERALS",
-    "Syntax",
-    "patterns",
-    "pattern_pool",
-    "topic_pool",
-    "every_pattern",
-    "topics",
-    "subscribers",
-    "SUBSCRIBERS",
-    "fuzz_text",
-    "random_pattern",
-    "random_topic",
-    "all_topics",
-    "min_words",
+    "DIALECTS",
     "INVALID_PATTERNS",
     "INVALID_TOPICS",
+    "LITERALS",
     "NON_STR",
+    "SUBSCRIBERS",
+    "SYNTAX",
     "UNHASHABLE",
+    "Syntax",
+    "all_topics",
+    "every_pattern",
+    "fuzz_text",
+    "min_words",
+    "pattern_pool",
+    "patterns",
+    "random_pattern",
+    "random_topic",
+    "seed_for",
+    "subscribers",
+    "topic_pool",
+    "topics",
 ]
 
 DIALECTS = (Dialect.NATS, Dialect.AMQP, Dialect.MQTT)
@@ -113,7 +113,8 @@ def patterns(dialect: Dialect, max_words: int = 4) -> st.SearchStrategy[str]:
         )
         words = words.filter(lambda w: 1 <= len(w) <= max_words)
     else:
-        words = st.lists(st.sampled_from((*lits, s.single, s.multi)), min_size=1, max_size=max_words)
+        symbols = st.sampled_from((*lits, s.single, s.multi))
+        words = st.lists(symbols, min_size=1, max_size=max_words)
     return words.map(s.sep.join).filter(bool)  # MQTT: a single empty level is ""
 
 
@@ -163,8 +164,8 @@ def subscribers() -> st.SearchStrategy[object]:
 # Characters that matter to some dialect, and whitespace of several kinds (str.isspace()),
 # including some that a careless check misses (U+001C, U+0085, U+3000) and one look-alike that
 # is not whitespace (U+200B).
-_SPECIAL = ". / * > # + $ a b \x00 \t \n \x0b \x1c \x85 \xa0 \u2028 \u3000 \u200b".split(" ")
-_SPECIAL += [" "]
+_SPECIAL = [".", "/", "*", ">", "#", "+", "$", "a", "b", " ", "\x00", "\t", "\n", "\x0b",
+            "\x1c", "\x85", "\xa0", "\u2028", "\u3000", "\u200b"]
 
 
 def fuzz_text(max_size: int = 10) -> st.SearchStrategy[str]:
@@ -198,7 +199,8 @@ def random_pattern(rng: random.Random, dialect: Dialect, max_words: int = 4) -> 
 def random_topic(rng: random.Random, dialect: Dialect, min_len: int = 1, max_len: int = 4) -> str:
     s = SYNTAX[dialect]
     while True:
-        topic = s.sep.join(rng.choice(LITERALS[dialect]) for _ in range(rng.randint(min_len, max_len)))
+        n = rng.randint(min_len, max_len)
+        topic = s.sep.join(rng.choice(LITERALS[dialect]) for _ in range(n))
         if topic:
             return topic
 

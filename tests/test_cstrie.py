@@ -11,7 +11,7 @@ import pytest
 from ctrie import CSTrie, ReadOnlyError
 from ctrie import faults
 from ctrie.gcas import GCAS, gcas_read
-from ctrie.nodes import Branch, CNode, Gen, TNode
+from ctrie.nodes import Branch, CNode, Gen, SNode, TNode
 
 
 # --- regressions listed in testing.md --------------------------------------------------------
@@ -60,6 +60,7 @@ def test_generations_are_compared_by_identity(monkeypatch):
 def test_gcas_commit_returns_the_new_node_and_abort_the_old():
     t = CSTrie()
     t.subscribe("a.b", 1)
+    t.subscribe("a.c", 1)  # two patterns below 'a': an I-node there, not an S-node
     inode = gcas_read(t._read_root(), t).branches["a"].inode
     old = gcas_read(inode, t)
     new = old.updated("x", Branch(frozenset({2}), None), "*", ">")
@@ -130,7 +131,8 @@ def test_lookup_never_mixes_two_instants():
     existed; with it, the lookup sees the change and reads again."""
     t = CSTrie()
     t.subscribe("a.>", "old")
-    t.subscribe("a.b.x", "keep")  # makes the level of 'a.b' exist
+    t.subscribe("a.b.x", "keep")  # two patterns make the level of 'a.b' an I-node
+    t.subscribe("a.b.y", "keep")
     inode_a = gcas_read(t._read_root(), t).branches["a"].inode
     m = gcas_read(inode_a, t)
     branches = _WritesOnFirstGet(m.branches)
@@ -174,12 +176,21 @@ def _broken(t: CSTrie, how: str) -> None:
         grandchild.gen = root.gen
     elif how == "cache":
         m.pwc = m.branches["a"]
+    elif how == "snode":
+        # An S-node left without subscribers.
+        old = gcas_read(child, t)
+        bb = old.branches["b"]
+        sn = gcas_read(bb.inode, t).branches["c"].inode
+        sn.subs = frozenset()
 
 
-@pytest.mark.parametrize("how", ["tomb", "empty", "leaf", "pending", "generation", "cache"])
+@pytest.mark.parametrize("how", ["tomb", "empty", "leaf", "pending", "generation", "cache",
+                                 "snode"])
 def test_check_detects_broken_invariants(how):
     t = CSTrie()
-    t.subscribe("a.b.c", 1)
+    t.subscribe("a.b.c.d", 1)
+    t.subscribe("a.b.x", 1)  # 'a' and 'a.b' are I-nodes; 'c.d' stays an S-node
+    t.subscribe("a.y", 1)
     t.check()
     _broken(t, how)
     with pytest.raises(AssertionError):
@@ -196,4 +207,24 @@ def test_unsubscribing_everything_restores_the_empty_shape():
     for p in pats:
         assert t.unsubscribe(p, 1) and t.unsubscribe(p, 2)
         t.check()
+    assert gcas_read(t._read_root(), t).branches == {}
+
+
+def test_a_lone_pattern_is_one_s_node_and_expands_where_patterns_part():
+    """Path compression: one 5-word pattern costs the root I-node and one S-node; a second
+    pattern sharing two words expands the S-node into I-nodes down to where they part, and
+    removing both returns the empty shape."""
+    t = CSTrie()
+    t.subscribe("a.b.c.d.e", 1)
+    (b,) = gcas_read(t._read_root(), t).branches.values()
+    assert type(b.inode) is SNode and b.inode.words == ("b", "c", "d", "e")
+    t.subscribe("a.b.x.y", 2)
+    a = gcas_read(t._read_root(), t).branches["a"].inode
+    ab = gcas_read(gcas_read(a, t).branches["b"].inode, t)
+    assert set(ab.branches) == {"c", "x"}
+    assert ab.branches["c"].inode.words == ("d", "e") and ab.branches["x"].inode.words == ("y",)
+    assert t.lookup("a.b.c.d.e") == {1} and t.lookup("a.b.x.y") == {2}
+    t.check()
+    assert t.unsubscribe("a.b.c.d.e", 1) and t.unsubscribe("a.b.x.y", 2)
+    t.check()
     assert gcas_read(t._read_root(), t).branches == {}

@@ -27,22 +27,21 @@ from hypothesis.stateful import (
     rule,
     run_state_machine_as_test,
 )
-
-from ctrie import Dialect, InvalidTopicError, ReadOnlyError, UnsupportedPatternError
-
-from matchers import IDS, REGISTRY, MatcherSpec, build
+from matchers import IDS, REGISTRY, MatcherSpec, build, model_repr
 from strategies import (
     DIALECTS,
     INVALID_PATTERNS,
     INVALID_TOPICS,
     NON_STR,
-    UNHASHABLE,
     SYNTAX,
+    UNHASHABLE,
     all_topics,
     pattern_pool,
     subscribers,
     topic_pool,
 )
+
+from ctrie import Dialect, InvalidTopicError, ReadOnlyError, UnsupportedPatternError
 
 BAD_INPUT = ("invalid pattern", "invalid topic", "not a str", "unhashable subscriber")
 
@@ -84,8 +83,6 @@ def machine_class(spec: MatcherSpec, dialect: Dialect, steps: list[int]) -> type
             self.model: dict[str, set] = {}
             self.pattern_strategy = pattern_strategy
             self.topic_strategy = topic_strategy
-            self.can_snapshot = hasattr(self.m, "snapshot") and hasattr(
-                self.m, "read_only_snapshot")
             self.forks: list[tuple] = []  # (Subject around a snapshot, its model, read-only)
             self.n_snapshots = 0
 
@@ -162,11 +159,28 @@ def machine_class(spec: MatcherSpec, dialect: Dialect, steps: list[int]) -> type
                 assert repr(value) in str(info.value), f"{op}{args!r}: {str(info.value)!r}"
             self.subject.check_state(self.model, f"after {op}{args!r}")
 
-        # --- snapshots (matchers that have them: CSTrie) -------------------------------------
-        # A writable snapshot is then mutated apart from its origin, each against its own
-        # model; a read-only snapshot must keep the state it was taken in and refuse writes.
+        # --- after every step ---------------------------------------------------------------
 
-        @precondition(lambda self: self.can_snapshot and len(self.forks) < MAX_FORKS)
+        @invariant()
+        def structure(self):
+            check = getattr(self.m, "check", None)
+            if check is not None:
+                check()
+
+        def teardown(self):
+            self.subject.check_state(self.model, "at the end of the example")
+            for fork, model, _ in self.forks:
+                fork.check_state(model, "at the end of the example")
+
+    class SnapshotMachine(MatcherMachine):
+        """The same machine, plus snapshot rules, for matchers that have snapshots (CSTrie).
+        (A subclass rather than preconditions, so that other matchers do not pay for rules
+        that can never run.)"""
+
+        # A writable snapshot is mutated apart from its origin, each against its own model;
+        # a read-only snapshot must keep the state it was taken in and refuse writes.
+
+        @precondition(lambda self: len(self.forks) < MAX_FORKS)
         @rule(readonly=st.booleans())
         def take_snapshot(self, readonly):
             steps[0] += 1
@@ -196,6 +210,20 @@ def machine_class(spec: MatcherSpec, dialect: Dialect, steps: list[int]) -> type
                 getattr(fork, op)(model, pattern, sub)
             fork.matcher.check()
 
+        @invariant()
+        def unshared(self):
+            # Read every trie without snapshotting it (a quiescent walk): check_state goes
+            # through subscriptions(), which takes a read-only snapshot and so gives the trie
+            # a fresh generation; reading only that way would hide an I-node shared between
+            # a trie and its snapshot.
+            pairs = [(self.subject, self.model)] + [(f, m) for f, m, _ in self.forks]
+            for subject, model in pairs:
+                want = {p: frozenset(ss) for p, ss in model.items() if ss}
+                got = dict(subject.matcher._items())
+                assert got == want, (
+                    f"{subject}: holds {model_repr(got)}, expected {model_repr(want)}"
+                )
+
         @precondition(lambda self: self.forks)
         @rule(data=st.data())
         def drop_snapshot(self, data):
@@ -204,23 +232,11 @@ def machine_class(spec: MatcherSpec, dialect: Dialect, steps: list[int]) -> type
             fork, model, _ = self.forks.pop(i)
             fork.check_state(model, "when dropped")
 
-        # --- after every step ---------------------------------------------------------------
-
-        @invariant()
-        def structure(self):
-            check = getattr(self.m, "check", None)
-            if check is not None:
-                check()
-
-        def teardown(self):
-            self.subject.check_state(self.model, "at the end of the example")
-            for fork, model, _ in self.forks:
-                fork.check_state(model, "at the end of the example")
-
-    MatcherMachine.__name__ = MatcherMachine.__qualname__ = (
-        f"MatcherMachine[{spec.name}-{dialect.value}]"
-    )
-    return MatcherMachine
+    probe = build(spec, dialect, universe, MAX_WORDS).matcher
+    can_snapshot = hasattr(probe, "snapshot") and hasattr(probe, "read_only_snapshot")
+    machine = SnapshotMachine if can_snapshot else MatcherMachine
+    machine.__name__ = machine.__qualname__ = f"{machine.__name__}[{spec.name}-{dialect.value}]"
+    return machine
 
 
 @pytest.mark.parametrize("spec", REGISTRY, ids=IDS)

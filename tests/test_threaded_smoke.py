@@ -20,7 +20,6 @@ import random
 import time
 
 import pytest
-
 from matchers import IDS, REGISTRY, build, reference_matches
 from strategies import DIALECTS, all_topics, every_pattern, seed_for
 from threads import run_threads, switch_interval
@@ -90,7 +89,9 @@ def test_threaded_smoke(spec, dialect, figures):
                 extra = got - could[t]
                 assert not extra, f"lookup({t!r}) returned impossible {sorted(extra)}; {ctx}"
                 own = {x for x in got if x in mine}
-                want = {s for p, ss in model.items() if reference_matches(p, t, dialect) for s in ss}
+                want = {
+                    s for p, ss in model.items() if reference_matches(p, t, dialect) for s in ss
+                }
                 assert own == want, (
                     f"lookup({t!r}): own subscribers {sorted(own)}, expected {sorted(want)} "
                     f"from {model}; {ctx}"
