@@ -11,8 +11,10 @@ At ``"before"``, a hook that returns True makes that CAS fail spuriously (it is 
 attempted), which the algorithm must tolerate like any lost race. A hook may also sleep,
 yield or block on a barrier to park its thread in the middle of an operation.
 
-With no hook installed each site costs one global load and an ``is None`` test, measured in
-``tests/test_faults.py`` against the CAS it guards.
+With no hook installed each site costs one global load and an ``is None`` test.
+``tools/hook_cost.py`` counts what that adds to a subscribe+unsubscribe pair (callgrind
+instructions against a copy with the tests stripped): under 1%, below what timing can
+resolve on a loaded machine.
 """
 
 from __future__ import annotations
