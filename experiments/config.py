@@ -1,0 +1,124 @@
+"""The three run sizes: ``full`` (publication), ``quick`` (CI) and ``smoke`` (the smoke test).
+
+Every experiment runs the same code at every size; a size only changes counts, rounds and
+timing budgets, and every record carries the counts it was measured with. Workload-defining
+constants of ``methodology.md`` (1,000 hot subscriptions, 1,000 operations per worker, the
+3-digit workload's 1,000 subscriptions) are kept at ``quick`` size and shrunk only for
+``smoke``, whose numbers are meaningless and only prove that the code runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+__all__ = ["SIZES", "Size"]
+
+
+@dataclass(frozen=True)
+class Size:
+    """Counts, rounds and timing budgets of one run size."""
+
+    name: str
+    # latency: the hot population, the real-work batch, the distinct-lookup pool
+    hot_population: int
+    latency_batch: int
+    lookup_pool: int
+    # per-operation timing: pyperf options, and the same budget for the stdlib fallback
+    pyperf_args: tuple[str, ...]
+    timeit_warmups: int
+    timeit_values: int
+    timeit_min_time: float
+    # throughput
+    throughput_subscriptions: int
+    throughput_messages: int
+    throughput_rounds: int
+    # memory
+    memory_sizes: tuple[int, ...]
+    memory_rounds: int
+    #: Pattern x topic matches the inverted bitmap may spend populating one memory cell.
+    inverted_scan_budget: float
+    # scaling and lockfree
+    scaling_threads: tuple[int, ...]
+    scaling_ops: int
+    scaling_population: int
+    scaling_rounds: int
+    lockfree_groups: tuple[int, ...]  # how many (1 inserter + r lookers) groups
+    lockfree_ops: int
+    lockfree_rounds: int
+
+    def as_params(self) -> dict:
+        """The size as a plain dict (recorded in the run manifest)."""
+        return asdict(self)
+
+
+SIZES: dict[str, Size] = {
+    "full": Size(
+        name="full",
+        hot_population=1000,
+        latency_batch=100,
+        lookup_pool=2048,
+        pyperf_args=(),  # pyperf's defaults: 20 processes x 3 values, 0.1 s each
+        timeit_warmups=1,
+        timeit_values=60,
+        timeit_min_time=0.1,
+        throughput_subscriptions=1000,
+        throughput_messages=100_000,
+        throughput_rounds=5,
+        memory_sizes=(1000, 10_000, 100_000),
+        memory_rounds=3,
+        inverted_scan_budget=5e7,  # about a minute
+        scaling_threads=(1, 2, 4, 8, 12, 16),
+        scaling_ops=1000,
+        scaling_population=1000,
+        scaling_rounds=15,  # a round lasts milliseconds: many rounds for a stable median
+        lockfree_groups=(1, 2, 3, 4, 6, 8),
+        lockfree_ops=1000,
+        lockfree_rounds=15,
+    ),
+    "quick": Size(
+        name="quick",
+        hot_population=1000,
+        latency_batch=100,
+        lookup_pool=2048,
+        pyperf_args=("--processes", "1", "--values", "3", "--warmups", "1", "--min-time", "0.005"),
+        timeit_warmups=1,
+        timeit_values=3,
+        timeit_min_time=0.005,
+        throughput_subscriptions=1000,
+        throughput_messages=10_000,
+        throughput_rounds=3,
+        memory_sizes=(1000, 10_000),
+        memory_rounds=1,
+        inverted_scan_budget=5e6,
+        scaling_threads=(1, 2, 4),
+        scaling_ops=1000,
+        scaling_population=1000,
+        scaling_rounds=5,
+        lockfree_groups=(1, 2),
+        lockfree_ops=1000,
+        lockfree_rounds=5,
+    ),
+    "smoke": Size(
+        name="smoke",
+        hot_population=50,
+        latency_batch=10,
+        lookup_pool=64,
+        pyperf_args=("--debug-single-value",),
+        timeit_warmups=0,
+        timeit_values=2,
+        timeit_min_time=0.0005,
+        throughput_subscriptions=100,
+        throughput_messages=300,
+        throughput_rounds=1,
+        memory_sizes=(100, 300),
+        memory_rounds=1,
+        inverted_scan_budget=5e6,
+        scaling_threads=(1, 2),
+        scaling_ops=50,
+        scaling_population=50,
+        scaling_rounds=3,
+        lockfree_groups=(1,),
+        lockfree_ops=50,
+        lockfree_rounds=2,
+    ),
+}

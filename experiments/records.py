@@ -1,0 +1,103 @@
+"""Reading result files back: the one format that charts, summary and tests use.
+
+Every ``*.jsonl`` file below a results root holds one record per line (see
+:meth:`experiments.env.Run.record`); latency records derived from pyperf runs are among
+them, so readers need no pyperf.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+__all__ = ["build_order", "cells", "latest_run", "load", "ok", "run_rank"]
+
+Record = dict[str, Any]
+
+
+def load(root: Path) -> list[Record]:
+    """Every record of every ``*.jsonl`` file below ``root`` (bad lines are reported)."""
+    out: list[Record] = []
+    bad = 0
+    for path in sorted(Path(root).rglob("*.jsonl")):
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    rec = json.loads(line)
+                except json.JSONDecodeError:
+                    bad += 1
+                    continue
+                if isinstance(rec, dict) and "experiment" in rec:
+                    rec["_file"] = str(path)
+                    out.append(rec)
+    if bad:
+        print(f"warning: skipped {bad} unreadable lines under {root}", file=sys.stderr)
+    return out
+
+
+def ok(rec: Record) -> bool:
+    """Whether the record holds a measurement."""
+    return rec.get("status") == "ok" and rec.get("median") is not None
+
+
+def build_order(records: Iterable[Record]) -> list[str]:
+    """The builds present, GIL builds first, then by version."""
+    builds = {r["build"]: r for r in records}
+
+    def key(b: str) -> tuple:
+        r = builds[b]
+        return (bool(r.get("free_threaded_build")), not r.get("gil_enabled", True), b)
+    return sorted(builds, key=key)
+
+
+#: Larger run sizes are preferred to smaller ones, whatever their age.
+SIZE_RANK = {"full": 2, "quick": 1, "smoke": 0}
+
+
+def run_rank(rec: Record) -> tuple[int, str]:
+    """Sort key of a record's run: size first (full > quick > smoke), then recency."""
+    return (SIZE_RANK.get(rec.get("size", ""), -1), rec["run_id"])
+
+
+def latest_run(records: Iterable[Record], experiment: str, build: str) -> str | None:
+    """The ``run_id`` to draw ``experiment`` on ``build`` from: the largest size measured,
+    and of those the most recent run."""
+    runs = {run_rank(r) for r in records
+            if r["experiment"] == experiment and r["build"] == build and ok(r)}
+    return max(runs)[1] if runs else None
+
+
+def cells(records: Iterable[Record], **match: Any) -> list[Record]:
+    """Measured records whose fields equal ``match`` (``params__x`` matches ``params['x']``)."""
+    out = []
+    for r in records:
+        if not ok(r):
+            continue
+        for key, want in match.items():
+            if key.startswith("params__"):
+                got = r.get("params", {}).get(key[len("params__"):])
+            else:
+                got = r.get(key)
+            if callable(want):
+                if not want(got):
+                    break
+            elif got != want:
+                break
+        else:
+            out.append(r)
+    return out
+
+
+def one(records: Iterable[Record], pick: Callable[[list[Record]], Record] | None = None,
+        **match: Any) -> Record | None:
+    """The single measured record matching ``match`` (the latest if several)."""
+    found = cells(records, **match)
+    if not found:
+        return None
+    return pick(found) if pick else max(found, key=lambda r: r["timestamp"])

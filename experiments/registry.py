@@ -1,0 +1,171 @@
+"""The matchers the experiments measure: names, labels, constructors and limits.
+
+Every experiment measures every algorithm below; a cell an algorithm cannot take is still
+recorded, with ``status: "skipped"`` and the reason (see :func:`unavailable`).
+
+paho-mqtt's ``MQTTMatcher`` maps one filter to one value and is not thread-safe; it enters
+through :class:`PahoMatcher`, which stores the set of subscribers of a filter as its value so
+that it answers the same protocol (``lookup`` returns the union as a frozenset). It speaks
+only the MQTT dialect and is measured in the single-thread experiments and at one thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable
+from typing import Any
+
+__all__ = [
+    "ALGORITHMS",
+    "LABELS",
+    "PahoMatcher",
+    "dialects_for",
+    "make",
+    "populate",
+    "thread_safe",
+    "unavailable",
+]
+
+#: Every algorithm, in the order figures and tables list them.
+ALGORITHMS = (
+    "cstrie",
+    "locked_trie",
+    "locked_trie_nocache",
+    "naive",
+    "inverted_bitmap",
+    "optimized_bitmap",
+    "paho",
+)
+
+LABELS = {
+    "cstrie": "CS-trie (lock-free)",
+    "locked_trie": "LockedTrie (cache)",
+    "locked_trie_nocache": "LockedTrie (no cache)",
+    "naive": "naive hashmap",
+    "inverted_bitmap": "inverted bitmap",
+    "optimized_bitmap": "optimized bitmap",
+    "paho": "paho MQTTMatcher",
+}
+
+
+class PahoMatcher:
+    """paho-mqtt's ``MQTTMatcher`` behind the package's Matcher protocol (MQTT only).
+
+    The value stored under a filter is the ``set`` of its subscribers; ``lookup`` unions the
+    sets of every matching filter. Not thread-safe (neither is ``MQTTMatcher``).
+    """
+
+    __slots__ = ("_m", "dialect")
+
+    def __init__(self) -> None:
+        from paho.mqtt.matcher import MQTTMatcher
+        from ctrie import Dialect
+
+        self._m = MQTTMatcher()
+        self.dialect = Dialect.MQTT
+
+    def subscribe(self, pattern: str, subscriber: Hashable) -> None:
+        m = self._m
+        try:
+            m[pattern].add(subscriber)
+        except KeyError:
+            m[pattern] = {subscriber}
+
+    def unsubscribe(self, pattern: str, subscriber: Hashable) -> bool:
+        m = self._m
+        try:
+            subs = m[pattern]
+        except KeyError:
+            return False
+        if subscriber not in subs:
+            return False
+        subs.discard(subscriber)
+        if not subs:
+            del m[pattern]
+        return True
+
+    def lookup(self, topic: str) -> frozenset:
+        return frozenset().union(*self._m.iter_match(topic))
+
+
+def unavailable(name: str) -> str | None:
+    """Why ``name`` cannot be built in this interpreter, or None if it can."""
+    if name == "paho":
+        try:
+            import paho.mqtt.matcher  # noqa: F401
+        except ImportError as exc:
+            return f"paho-mqtt not importable in this interpreter: {exc}"
+    elif name not in ALGORITHMS:
+        return f"unknown algorithm {name!r}"
+    return None
+
+
+def thread_safe(name: str) -> bool:
+    """Whether the matcher may be shared between threads (all but paho's)."""
+    return name != "paho"
+
+
+def dialects_for(name: str, dialects: Iterable[str]) -> list[str]:
+    """The dialects of ``dialects`` that ``name`` is measured in (paho: MQTT only)."""
+    if name == "paho":
+        return [d for d in dialects if d == "mqtt"]
+    return list(dialects)
+
+
+def make(name: str, dialect: str, *, topic_space: Iterable[str] | None = None,
+         max_words: int | None = None) -> Any:
+    """A new, empty matcher ``name`` for ``dialect``.
+
+    ``topic_space`` is required by ``inverted_bitmap`` and ``max_words`` by
+    ``optimized_bitmap``; the others ignore them.
+    """
+    if name == "cstrie":
+        from ctrie import CSTrie
+
+        return CSTrie(dialect=dialect)
+    if name == "locked_trie":
+        from baselines import LockedTrie
+
+        return LockedTrie(dialect=dialect, cache=True)
+    if name == "locked_trie_nocache":
+        from baselines import LockedTrie
+
+        return LockedTrie(dialect=dialect, cache=False)
+    if name == "naive":
+        from baselines import NaiveMatcher
+
+        return NaiveMatcher(dialect=dialect)
+    if name == "inverted_bitmap":
+        from baselines import InvertedBitmapMatcher
+
+        if topic_space is None:
+            raise ValueError("inverted_bitmap needs a topic_space")
+        return InvertedBitmapMatcher(topic_space, dialect=dialect)
+    if name == "optimized_bitmap":
+        from baselines import OptimizedBitmapMatcher
+
+        if max_words is None:
+            raise ValueError("optimized_bitmap needs max_words")
+        return OptimizedBitmapMatcher(max_words, dialect=dialect)
+    if name == "paho":
+        if dialect != "mqtt":
+            raise ValueError(f"paho's MQTTMatcher speaks only MQTT, not {dialect!r}")
+        return PahoMatcher()
+    raise ValueError(f"unknown algorithm {name!r}; known: {', '.join(ALGORITHMS)}")
+
+
+def populate(matcher: Any, patterns: Iterable[str], subscribers: Iterable[Hashable]) -> int:
+    """Subscribe every (pattern, subscriber) pair; return how many the matcher refused.
+
+    A refusal is :class:`ctrie.UnsupportedPatternError` (a pattern the algorithm cannot
+    represent); the caller records the count rather than dropping it.
+    """
+    from ctrie import UnsupportedPatternError
+
+    refused = 0
+    sub = matcher.subscribe
+    for pattern, subscriber in zip(patterns, subscribers):
+        try:
+            sub(pattern, subscriber)
+        except UnsupportedPatternError:
+            refused += 1
+    return refused

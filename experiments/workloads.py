@@ -1,0 +1,141 @@
+"""The seeded workloads of ``methodology.md``, in NATS form, and their MQTT form.
+
+Every generator takes a ``seed`` and is deterministic for it (``random.Random(str)`` seeds
+are hashed with SHA-512, so they are stable across runs and interpreters). Patterns and
+topics are written in the NATS dialect (``.``, ``*``, ``>``); :func:`to_mqtt` rewrites one
+into the MQTT dialect (``/``, ``+``, ``#``), which is how paho-mqtt's ``MQTTMatcher`` and the
+MQTT form of every experiment receive them.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+__all__ = [
+    "LATENCY_PATTERN",
+    "LATENCY_TOPIC",
+    "SCALING_SUBSCRIBER",
+    "ThroughputWorkload",
+    "fresh_patterns",
+    "hot_population",
+    "lookup_pool",
+    "rng",
+    "scaling_items",
+    "scaling_plan",
+    "throughput_workload",
+    "to_mqtt",
+]
+
+#: The pattern the latency benchmarks subscribe and unsubscribe (the original's).
+LATENCY_PATTERN = "foo.*.baz.qux.quux"
+#: The topic the latency benchmarks look up (the original's).
+LATENCY_TOPIC = "foo.bar.baz.qux.quux"
+#: The one subscriber of the scaling workloads (the original's).
+SCALING_SUBSCRIBER = "abc"
+
+_MQTT_WORD = {"*": "+", ">": "#"}
+
+
+def rng(seed: int, purpose: str) -> random.Random:
+    """A generator for one purpose of one seed, independent of the others."""
+    return random.Random(f"cstrie-{seed}-{purpose}")
+
+
+def to_mqtt(nats: str) -> str:
+    """The MQTT form of a NATS pattern or topic: ``a.*.>`` -> ``a/+/#``."""
+    return "/".join(_MQTT_WORD.get(w, w) for w in nats.split("."))
+
+
+def hot_population(seed: int, n: int = 1000, words: int = 5) -> list[str]:
+    """``n`` literal patterns of ``words`` random words: the "hot" population.
+
+    The original drew unseeded random integers as words (Go ``rand.Int()``, 63 bits); here
+    they are 63-bit integers from a seeded generator.
+    """
+    r = rng(seed, "hot")
+    return [".".join(str(r.getrandbits(63)) for _ in range(words)) for _ in range(n)]
+
+
+def fresh_patterns(n: int, tag: str = "") -> list[str]:
+    """``n`` distinct patterns shaped like :data:`LATENCY_PATTERN` for the real-work variants.
+
+    ``foo.*.baz.qux.<tag>f<i>``: one single-level wildcard, five words, no two alike, and
+    none equal to a pattern of the hot population or the faithful benchmark.
+    """
+    return [f"foo.*.baz.qux.{tag}f{i}" for i in range(n)]
+
+
+def lookup_pool(n: int) -> list[str]:
+    """``n`` distinct topics that :data:`LATENCY_PATTERN` matches (``foo.t<i>.baz.qux.quux``).
+
+    Cycling through more topics than ``LockedTrie``'s result cache holds defeats the cache:
+    the ``distinct`` lookup variant measures the matching walk rather than a cache hit.
+    """
+    return [f"foo.t{i}.baz.qux.quux" for i in range(n)]
+
+
+@dataclass(frozen=True)
+class ThroughputWorkload:
+    """Subscriptions (subscriber ``i`` for pattern ``i``) and the messages to look up."""
+
+    patterns: list[str]
+    messages: list[str]
+    alphabet: int
+
+    @property
+    def distinct_patterns(self) -> int:
+        return len(set(self.patterns))
+
+
+def throughput_workload(seed: int, subscriptions: int = 1000, messages: int = 100_000,
+                        alphabet: int = 10) -> ThroughputWorkload:
+    """The 3-digit workload of the Fast Topic Matching throughput benchmark.
+
+    Pattern ``i`` has 3 words drawn from ``0 .. alphabet-1`` (digits in the original);
+    ``i % 10 == 0`` makes it ``*.d.d``, else ``i % 25 == 0`` ``d.*.d``, else ``i % 45 == 0``
+    ``d.d.*``, else it is all literal. Message ``i`` is pattern ``i % subscriptions`` with
+    each ``*`` replaced by a random word of the alphabet. ``alphabet`` above 10 is only used
+    by the memory growth variant that wants mostly distinct patterns.
+    """
+    r = rng(seed, f"throughput-{alphabet}")
+    patterns = []
+    for i in range(subscriptions):
+        w = [str(r.randrange(alphabet)) for _ in range(3)]
+        if i % 10 == 0:
+            w[0] = "*"
+        elif i % 25 == 0:
+            w[1] = "*"
+        elif i % 45 == 0:
+            w[2] = "*"
+        patterns.append(".".join(w))
+    split = [p.split(".") for p in patterns]
+    msgs = []
+    for i in range(messages):
+        words = split[i % subscriptions]
+        msgs.append(".".join(str(r.randrange(alphabet)) if x == "*" else x for x in words))
+    return ThroughputWorkload(patterns, msgs, alphabet)
+
+
+def scaling_items(ops: int = 1000) -> list[str]:
+    """The items every scaling worker operates on: ``f"{j % 10}.{j % 50}.{j}"``."""
+    return [f"{j % 10}.{j % 50}.{j}" for j in range(ops)]
+
+
+def scaling_plan(workload: str, worker: int, ops: int, seed: int) -> list[bool]:
+    """Which of a worker's ``ops`` operations are writes (True) in a scaling workload.
+
+    - ``50/50``: odd ``j`` subscribes, even ``j`` looks up;
+    - ``90/10-faithful``: the original's "90/10": worker ``w`` writes all its operations if
+      ``w % 10 == 0`` and only looks up otherwise, so the real write share is
+      ``ceil(n / 10) / n`` for ``n`` workers (100 % at 1, 50 % at 2, 25 % at 4, ...);
+    - ``90/10-true``: each operation is a write with probability 0.1 (seeded per worker).
+    """
+    if workload == "50/50":
+        return [j % 2 == 1 for j in range(ops)]
+    if workload == "90/10-faithful":
+        return [worker % 10 == 0] * ops
+    if workload == "90/10-true":
+        r = rng(seed, f"ninety-ten-{worker}")
+        return [r.random() < 0.1 for _ in range(ops)]
+    raise ValueError(f"unknown scaling workload {workload!r}")

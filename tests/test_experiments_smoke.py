@@ -1,0 +1,242 @@
+"""Smoke test of the experiment harness: every experiment at its smallest size, then charts
+and summary on the records it wrote.
+
+The runs go through the real command line (``python -m experiments``, in a subprocess) into
+a temporary directory. The checks are meant to fail when the harness rots: every record
+carries every field with plausible values, every matcher appears in every experiment, and
+only the documented cells (paho's ``MQTTMatcher`` under threads, the ``atomics`` package
+where it is missing) are skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from experiments.env import RECORD_FIELDS
+from experiments.records import load
+from experiments.registry import ALGORITHMS, thread_safe, unavailable
+
+ROOT = Path(__file__).resolve().parent.parent
+SEED = 7
+MEASURED = ("latency", "throughput", "memory", "scaling", "lockfree", "primitives")
+UNITS = {"latency": "ns", "throughput": "msg/s", "memory": "bytes", "scaling": "ops/s",
+         "lockfree": "s", "primitives": "ns"}
+LATENCY_CELLS = {f"{op}/{state}/{variant}"
+                 for state in ("cold", "hot")
+                 for op, variants in (("subscribe", ("faithful", "real")),
+                                      ("unsubscribe", ("faithful", "real")),
+                                      ("lookup", ("faithful", "distinct")))
+                 for variant in variants}
+
+
+def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """Run ``python -m experiments *args`` from the checkout; return the finished process."""
+    env = dict(os.environ, CSTRIE_NO_PROGRESS="1",
+               PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH"))
+                                          if p))
+    return subprocess.run([sys.executable, "-m", "experiments", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def ok_or_fail(proc: subprocess.CompletedProcess) -> None:
+    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict]]:
+    """``all --smoke`` (stdlib timing, so it takes seconds) into a fresh directory."""
+    out = tmp_path_factory.mktemp("results")
+    ok_or_fail(cli("all", "--smoke", "--method", "timeit", "--seed", str(SEED),
+                   "--out", str(out)))
+    return out, load(out)
+
+
+def by_experiment(recs: list[dict], experiment: str) -> list[dict]:
+    return [r for r in recs if r["experiment"] == experiment]
+
+
+def test_every_record_has_every_field_with_plausible_values(results):
+    _, recs = results
+    assert recs, "no records written"
+    gil = getattr(sys, "_is_gil_enabled", lambda: True)()
+    for r in recs:
+        missing = [f for f in RECORD_FIELDS if f not in r]
+        assert not missing, f"{r['experiment']} {r.get('algorithm')}: missing {missing}"
+        assert r["seed"] == SEED and r["size"] == "smoke"
+        assert r["python"] == platform.python_version()
+        assert r["gil_enabled"] is gil
+        assert r["cpu_count"] == os.cpu_count()
+        assert r["unit"] == UNITS[r["experiment"]], r
+        assert r["threads"] >= 1 and isinstance(r["params"], dict)
+        assert r["git_commit"] and r["package_version"]
+        if r["status"] == "ok":
+            assert 0 < r["min"] <= r["median"] <= r["max"], r
+            assert r["rounds"] == len(r["values"]) >= 1
+        else:
+            assert r["status"] in ("skipped", "failed") and r["note"], r
+            assert r["median"] is None
+
+
+def test_every_matcher_appears_in_every_experiment(results):
+    _, recs = results
+    for experiment in ("latency", "throughput", "memory", "scaling", "lockfree"):
+        seen = {r["algorithm"] for r in by_experiment(recs, experiment)}
+        assert seen == set(ALGORITHMS), f"{experiment}: missing {set(ALGORITHMS) - seen}"
+
+
+def test_only_documented_cells_are_not_measured(results):
+    _, recs = results
+    for r in recs:
+        if r["status"] == "ok":
+            continue
+        assert r["status"] == "skipped", f"failed cell: {r['experiment']} {r['algorithm']} " \
+                                         f"{r['workload']}: {r['note']}"
+        alg = r["algorithm"]
+        if r["experiment"] == "primitives":
+            assert alg.startswith("atomics_") and r["note"].startswith("not available"), r
+        elif alg == "paho":
+            assert (unavailable("paho") or r["experiment"] == "lockfree"
+                    or (r["experiment"] == "scaling" and r["threads"] > 1)), r
+        else:
+            # The inverted bitmap may skip a memory cell over its scan budget, saying so.
+            assert alg == "inverted_bitmap" and r["experiment"] == "memory", r
+            assert "budget" in r["note"]
+
+
+def test_latency_cells_and_dialects(results):
+    _, recs = results
+    lat = by_experiment(recs, "latency")
+    for alg in ALGORITHMS:
+        dialects = ("mqtt",) if alg == "paho" else ("nats", "mqtt")
+        for d in dialects:
+            got = {r["workload"] for r in lat if r["algorithm"] == alg and r["dialect"] == d}
+            assert got == LATENCY_CELLS, f"{alg}:{d}: {LATENCY_CELLS ^ got}"
+    methods = {r["params"].get("method") for r in lat if r["status"] == "ok"}
+    assert methods == {"timeit"}
+
+
+def test_throughput_answers_agree_with_the_reference(results):
+    _, recs = results
+    for r in by_experiment(recs, "throughput"):
+        if r["status"] == "ok":
+            assert r["params"]["oracle_checked"] > 0
+            assert r["params"]["oracle_mismatches"] == 0, r["params"].get("oracle_first_mismatch")
+
+
+def test_scaling_records_the_real_write_share(results):
+    _, recs = results
+    for r in by_experiment(recs, "scaling"):
+        share, n = r["params"]["write_share"], r["threads"]
+        if r["workload"] == "50/50":
+            assert share == 0.5
+        elif r["workload"] == "90/10-faithful":
+            assert share == pytest.approx(-(-n // 10) / n)  # ceil(n / 10) writers of n
+        else:
+            assert 0.0 <= share <= 0.3
+        if r["status"] == "ok":
+            assert r["params"]["wall_s"]["min"] > 0
+        if thread_safe(r["algorithm"]) or n == 1:
+            assert r["status"] == "ok" or unavailable(r["algorithm"]), r
+
+
+def test_memory_grows_with_subscriptions(results):
+    _, recs = results
+    for alg in ("cstrie", "locked_trie"):
+        cells = sorted((r for r in by_experiment(recs, "memory")
+                        if r["algorithm"] == alg and r["dialect"] == "nats"
+                        and r["workload"] == "3-digit/distinct"),
+                       key=lambda r: r["params"]["subscriptions"])
+        assert len(cells) >= 2
+        assert cells[0]["median"] < cells[-1]["median"]
+
+
+def test_charts_and_summary_from_the_records(results, tmp_path):
+    pytest.importorskip("matplotlib")
+    out, _ = results
+    figs = tmp_path / "figures"
+    ok_or_fail(cli("charts", "--from", str(out), "--out", str(figs)))
+    from experiments.charts import FIGURES
+
+    for name in FIGURES:
+        for fmt in ("png", "svg"):
+            path = figs / f"{name}.{fmt}"
+            assert path.is_file() and path.stat().st_size > 1000, path
+    proc = cli("summary", "--from", str(out))
+    ok_or_fail(proc)
+    table = json.loads((out / "summary-latest.json").read_text())
+    keys = {row["target"] for row in table["rows"]}
+    from experiments.summary import TARGETS
+
+    assert keys == {t.key for t in TARGETS}
+    for row in table["rows"]:
+        assert row["status"] in ("met", "missed", "no data")
+        assert row["label"] in proc.stdout
+    # A GIL-only result set cannot answer the free-threaded target, and says so.
+    ft = [row for row in table["rows"] if row["target"] == "ft_9010_2v1"]
+    if getattr(sys, "_is_gil_enabled", lambda: True)():
+        assert ft[0]["status"] == "no data"
+
+
+def test_pyperf_path(tmp_path):
+    pytest.importorskip("pyperf")
+    proc = cli("latency", "--smoke", "--method", "pyperf", "--algorithms", "cstrie",
+               "--dialects", "nats", "--out", str(tmp_path))
+    ok_or_fail(proc)
+    recs = load(tmp_path)
+    assert {r["workload"] for r in recs} == LATENCY_CELLS
+    for r in recs:
+        assert r["status"] == "ok", r
+        assert r["params"]["method"] == "pyperf"
+        assert (tmp_path / r["build"] / r["params"]["pyperf_file"]).is_file()
+
+
+def test_python_option_reruns_under_the_given_interpreter(tmp_path):
+    proc = cli("primitives", "--smoke", "--method", "timeit", "--python", sys.executable,
+               "--out", str(tmp_path))
+    ok_or_fail(proc)
+    assert "running under" in proc.stderr
+    assert by_experiment(load(tmp_path), "primitives")
+
+
+def test_summary_arithmetic():
+    from experiments.summary import compute
+
+    def rec(alg: str, median: float, **kw: object) -> dict:
+        base = {"experiment": "latency", "algorithm": alg, "dialect": "mqtt",
+                "workload": "lookup/hot/faithful", "params": {}, "threads": 1,
+                "median": median, "min": median, "max": median, "unit": "ns",
+                "status": "ok", "build": "3.x-gil", "run_id": "r1", "size": "quick",
+                "free_threaded_build": False, "gil_enabled": True, "timestamp": "t"}
+        base.update(kw)
+        return base
+
+    rows = compute([rec("cstrie", 40.0), rec("paho", 100.0),
+                    # a paho cell of another run must not be paired with r1's CS-trie
+                    rec("paho", 1.0, run_id="r0")])
+    row = next(r for r in rows if r["target"] == "hot_lookup_vs_paho")
+    assert row["status"] == "met" and row["value"] == pytest.approx(0.4)
+    assert row["margin"] == "met by 20%"
+    rows = compute([rec("cstrie", 60.0), rec("paho", 100.0)])
+    row = next(r for r in rows if r["target"] == "hot_lookup_vs_paho")
+    assert row["status"] == "missed" and row["margin"] == "missed by 20%"
+    assert next(r for r in rows if r["target"] == "throughput_vs_paho")["status"] == "no data"
+
+
+@pytest.mark.parametrize("args, option", [
+    (("latency", "--seed", "-1"), "--seed"),
+    (("scaling", "--algorithms", "cstrie,nope"), "--algorithms"),
+    (("all", "--quick", "--smoke"), "--smoke"),
+    (("memory", "--python", "/nonexistent/python"), "--python"),
+    (("charts", "--from", "/nonexistent/results"), "--from"),
+])
+def test_bad_arguments_name_the_option(args, option):
+    proc = cli(*args)
+    assert proc.returncode == 2
+    assert option in proc.stderr and "error" in proc.stderr
