@@ -405,10 +405,9 @@ class CSTrie:
             hits: list[frozenset] = []
             seen: list = []  # alternately each I-node's AtomicRef and the main node read
             add = hits.append
-            ap = seen.append
             forks: Optional[list] = None  # made at the first fork
             inode = root
-            parent = pword = None
+            parent = None
             i = 0
             try:
                 while True:
@@ -421,7 +420,7 @@ class CSTrie:
                     except AttributeError:
                         if type(m) is not TNode:
                             raise
-                        self._tomb_met(inode, parent, pword, i == 1, root.gen)
+                        self._tomb_met(inode, parent, root)
                         f = None  # read as the empty subtree it stands for
                         m = _EMPTY_CNODE
                         ref = _EMPTY_REF  # a tomb is final: its read needs no second look
@@ -432,7 +431,7 @@ class CSTrie:
                         w = words[i]
                         b = m.branches.get(w)
                         p = m.pwc
-                        if p is not None and not i and dollar:
+                        if dollar and not i:
                             p = None
                         i += 1
                         if b is not None:
@@ -466,20 +465,20 @@ class CSTrie:
                                     if _snode_ok(c, words, i, self._multi_min):
                                         add(c.subs)
                                 elif nxt is None:
-                                    nxt, w = c, self._single
+                                    nxt = c
                                 elif forks is None:
-                                    forks = [(c, inode, self._single, i)]
+                                    forks = [(c, inode, i)]
                                 else:
-                                    forks.append((c, inode, self._single, i))
+                                    forks.append((c, inode, i))
                     # Record the read for the double collect, unless it was the last one.
+                    # (``seen += (ref, m)`` appends both without a call.)
                     if nxt is not None:
-                        ap(ref)
-                        ap(m)
-                        inode, parent, pword = nxt, inode, w
+                        seen += (ref, m)
+                        parent = inode
+                        inode = nxt
                     elif forks:
-                        ap(ref)
-                        ap(m)
-                        inode, parent, pword, i = forks.pop()
+                        seen += (ref, m)
+                        inode, parent, i = forks.pop()
                     else:
                         break
             except _Restart:
@@ -502,16 +501,24 @@ class CSTrie:
                 return hits[0]  # a branch's own frozenset: immutable, so safe to hand out
             return EMPTY.union(*hits)
 
-    def _tomb_met(self, inode: INode, parent: Optional[INode], word: Optional[str],
-                  parent_is_root: bool, rootgen: Gen) -> None:
+    def _tomb_met(self, inode: INode, parent: Optional[INode], root: INode) -> None:
         """A lookup met a tomb. A tomb is an empty subtree, so the lookup may simply read it
         as one; where it can, it first helps compress it and restarts (the spec: every
         operation that meets a tomb helps clean it). It cannot in a read-only view, nor under
-        a parent frozen by a snapshot (GCAS there always aborts: retrying would spin)."""
+        a parent frozen by a snapshot (GCAS there always aborts: retrying would spin).
+        Tombs are rare, so the word under which ``inode`` hangs is looked up here rather
+        than carried along by every lookup."""
+        rootgen = root.gen
         if self._readonly or parent is None or parent.gen is not rootgen:
             return
-        self._compress_branch(parent, inode, word, parent_is_root, rootgen)
-        raise _Restart
+        pm = gcas_read(parent, self)
+        if type(pm) is not CNode:
+            raise _Restart  # the parent changed (entombed in turn): start again
+        for word, b in pm.branches.items():
+            if b.inode is inode:
+                self._compress_branch(parent, inode, word, parent is root, rootgen)
+                raise _Restart
+        raise _Restart  # already compressed out of the parent: the parent changed
 
     def _lookup_amqp(self, words: list[str]) -> frozenset:
         """AMQP lookup: :meth:`_walk_amqp` with the same retry and double collect as
@@ -550,7 +557,7 @@ class CSTrie:
             ap(ref)
             ap(m)
             if type(m) is not CNode:
-                return trie._tomb_met(inode, parent, pword, depth == 1, rootgen)
+                return trie._tomb_met(inode, parent, root)
             h = m.fwc
             if h is not None:
                 # '#' consumes words[i:j] for every j >= i.

@@ -228,3 +228,21 @@ def test_a_lone_pattern_is_one_s_node_and_expands_where_patterns_part():
     assert t.unsubscribe("a.b.c.d.e", 1) and t.unsubscribe("a.b.x.y", 2)
     t.check()
     assert gcas_read(t._read_root(), t).branches == {}
+
+
+@pytest.mark.parametrize("topic", ["a.b.c", "a.b.c.d", "a.x"])
+def test_a_lookup_meeting_a_tomb_cleans_it(topic):
+    """A lookup that meets a tomb reads it as an empty subtree and compresses it out of its
+    parent first (the tomb is made by hand here: the I-node of 'a.b' is entombed while the
+    branch of 'a' still points to it, as after an unsubscribe that lost the race to clean)."""
+    t = CSTrie()
+    for p in ("a.b.c", "a.b.d", "a.x", "a.*.c"):
+        t.subscribe(p, p)
+    a = gcas_read(t._read_root(), t).branches["a"].inode
+    ab = gcas_read(a, t).branches["b"].inode
+    ab.main.set(TNode())
+    want = {"a.b.c": {"a.*.c"}, "a.b.c.d": set(), "a.x": {"a.x"}}[topic]
+    assert t.lookup(topic) == want
+    if topic != "a.x":  # 'a.x' never goes down 'b', so it never meets the tomb
+        assert "b" not in gcas_read(a, t).branches
+        t.check()
