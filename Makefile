@@ -1,11 +1,25 @@
-# Set-up and test commands; see README.md. Everything is installed into .venv by these rules.
+# Set-up and test commands; see README.md. Everything is installed by these rules: the GIL
+# build into .venv, a free-threaded CPython (>= 3.13, --disable-gil) into .venv-ft.
 PYTHON ?= python3
 VENV   := .venv
 VPY    := $(VENV)/bin/python
 EXTRAS := test,experiments
 PYTEST_ARGS ?=
 
-.PHONY: venv test test-quick clean
+# Free-threaded side: tools/python-ft.sh finds the interpreter ($PYTHON_FT, python3.14t or
+# python3.13t on PATH, a cached build) or builds one into ${XDG_CACHE_HOME:-~/.cache}/cstrie/python-ft.
+VENV_FT   := .venv-ft
+VPY_FT    := $(VENV_FT)/bin/python
+EXTRAS_FT := test,bench
+# The layers that run real threads; the linearizability run uses more threads here.
+TESTS_FT  := tests/test_linearizability.py tests/test_faults.py tests/test_stress.py \
+             tests/test_threaded_smoke.py tests/test_free_threaded.py
+ENV_FT    := CSTRIE_LIN_HISTORIES=300 CSTRIE_LIN_THREADS=8
+
+# Prints "<path>: <version> GIL|free-threaded" for the interpreter it runs in.
+WHICH_PY := import sys; print(sys.executable + ":", sys.version.split()[0], "GIL" if getattr(sys, "_is_gil_enabled", lambda: True)() else "free-threaded")
+
+.PHONY: venv venv-ft test test-quick test-ft clean
 
 venv: $(VENV)/.installed
 
@@ -15,12 +29,38 @@ $(VENV)/.installed: pyproject.toml
 	@$(VPY) -m pip install --quiet --disable-pip-version-check -e ".[$(EXTRAS)]"
 	@touch $@
 
-# The whole suite on the GIL build; prints the figures the tests checked at the end.
-test: venv
-	@echo "== pytest on $$($(VPY) -c 'import sys; print(sys.version.split()[0], "GIL" if getattr(sys, "_is_gil_enabled", lambda: True)() else "free-threaded")')"
+venv-ft: $(VENV_FT)/.installed
+
+# pip runs with .venv-ft/bin first on PATH, as if the venv were activated: cereggii's sdist
+# build asks a bare `python` for the include directory, and another python would give it the
+# wrong headers. tools/constraints-ft.txt keeps out releases that do not build on 3.13t.
+$(VENV_FT)/.installed: pyproject.toml tools/constraints-ft.txt
+	@py=$$(tools/python-ft.sh) && \
+	echo "== setting up $(VENV_FT) with $$py ($$($$py --version)) and extras [$(EXTRAS_FT)]" && \
+	if test -x $(VPY_FT) && ! $(VPY_FT) -c 'import sys, sysconfig; sys.exit(not sysconfig.get_config_var("Py_GIL_DISABLED"))' 2>/dev/null; then \
+		echo "== $(VPY_FT) is not free-threaded: recreating $(VENV_FT)"; rm -rf $(VENV_FT); fi && \
+	{ test -x $(VPY_FT) || $$py -m venv $(VENV_FT); }
+	@PATH="$(CURDIR)/$(VENV_FT)/bin:$$PATH" $(VPY_FT) -m pip install --quiet --disable-pip-version-check \
+		-c tools/constraints-ft.txt -e ".[$(EXTRAS_FT)]"
+	@$(VPY_FT) -c 'import sys, ctrie, baselines, experiments; assert not sys._is_gil_enabled(), "importing the package re-enabled the GIL"'
+	@touch $@
+
+# The whole suite on the GIL build (.venv), then the concurrency layers on the free-threaded
+# build (.venv-ft, built on first use). Each part prints the figures it checked at its end.
+test:
+	@$(MAKE) --no-print-directory test-quick
+	@$(MAKE) --no-print-directory test-ft
+
+# The whole suite on the GIL build alone.
+test-quick: venv
+	@echo "== pytest, whole suite, on $$($(VPY) -c '$(WHICH_PY)')"
 	$(VPY) -m pytest $(PYTEST_ARGS)
 
-test-quick: test
+# The concurrency layers on the free-threaded build.
+test-ft: venv-ft
+	@echo "== pytest, concurrency layers, on $$($(VPY_FT) -c '$(WHICH_PY)') with $(ENV_FT)"
+	$(ENV_FT) $(VPY_FT) -m pytest $(PYTEST_ARGS) $(TESTS_FT)
 
+# Keeps the free-threaded interpreter cached outside the repo (see tools/python-ft.sh).
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info
+	rm -rf $(VENV) $(VENV_FT) .pytest_cache .hypothesis build *.egg-info
