@@ -19,7 +19,7 @@ ENV_FT    := CSTRIE_LIN_HISTORIES=300 CSTRIE_LIN_THREADS=8
 # Prints "<path>: <version> GIL|free-threaded" for the interpreter it runs in.
 WHICH_PY := import sys; print(sys.executable + ":", sys.version.split()[0], "GIL" if getattr(sys, "_is_gil_enabled", lambda: True)() else "free-threaded")
 
-.PHONY: venv venv-ft test test-quick test-ft clean
+.PHONY: venv venv-ft test test-quick test-ft reproduce reproduce-full clean
 
 venv: $(VENV)/.installed
 
@@ -60,6 +60,24 @@ test-quick: venv
 test-ft: venv-ft
 	@echo "== pytest, concurrency layers, on $$($(VPY_FT) -c '$(WHICH_PY)') with $(ENV_FT)"
 	$(ENV_FT) $(VPY_FT) -m pytest $(PYTEST_ARGS) $(TESTS_FT)
+
+# The main job: every experiment on both builds, every chart, the summary (also written into
+# README.md). SIZE=full for the publication-size run (make reproduce-full).
+SIZE ?= quick
+RESULTS ?= results
+reproduce: venv
+	@$(MAKE) --no-print-directory venv-ft || echo "== no free-threaded build (see above): measuring the GIL build only"
+	$(VPY) -m experiments all --size $(SIZE) --out $(RESULTS)
+	@if test -x $(VPY_FT); then \
+		echo "== the same on the free-threaded build ($(VPY_FT))"; \
+		$(VPY) -m experiments all --size $(SIZE) --out $(RESULTS) --python $(VPY_FT); \
+	fi
+	$(VPY) -m experiments charts --from $(RESULTS)
+	$(VPY) -m experiments summary --from $(RESULTS) --readme README.md
+	@echo "== results in $(RESULTS)/, figures in paper/figures/, summary table in README.md"
+
+reproduce-full:
+	@$(MAKE) --no-print-directory reproduce SIZE=full
 
 # Keeps the free-threaded interpreter cached outside the repo (see tools/python-ft.sh).
 clean:

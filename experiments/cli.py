@@ -22,6 +22,7 @@ from pathlib import Path
 
 from .config import SIZES
 from .env import PROJECT_ROOT, Run, default_figures_dir, default_results_root
+from .summary import README_BEGIN, README_END, update_readme
 from .registry import ALGORITHMS
 
 __all__ = ["main"]
@@ -156,6 +157,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--from", dest="source", type=_existing_dir,
                    default=default_results_root(), metavar="DIR",
                    help=f"results root to read (default: {default_results_root()})")
+    p.add_argument("--readme", type=Path, default=None, metavar="FILE",
+                   help="also put the table into FILE between the markers "
+                        f"{README_BEGIN!r} and {README_END!r} (make reproduce: README.md)")
     return parser
 
 
@@ -263,6 +267,9 @@ def main(argv: list[str] | None = None) -> int:
             from .summary import run_summary
 
             rows = run_summary(args.source)
+            if args.readme is not None:
+                update_readme(args.readme, rows, args.source)
+                print(f"updated the results table in {args.readme}")
             return 0 if rows else 1
         return _measure(args, argv)
     except KeyboardInterrupt:
