@@ -19,7 +19,7 @@ ENV_FT    := CSTRIE_LIN_HISTORIES=300 CSTRIE_LIN_THREADS=8
 # Prints "<path>: <version> GIL|free-threaded" for the interpreter it runs in.
 WHICH_PY := import sys; print(sys.executable + ":", sys.version.split()[0], "GIL" if getattr(sys, "_is_gil_enabled", lambda: True)() else "free-threaded")
 
-.PHONY: venv venv-ft test test-quick test-ft reproduce reproduce-full clean
+.PHONY: venv venv-ft test test-quick test-ft reproduce reproduce-full paper clean
 
 venv: $(VENV)/.installed
 
@@ -74,7 +74,13 @@ reproduce: venv
 	fi
 	$(VPY) -m experiments charts --from $(RESULTS)
 	$(VPY) -m experiments summary --from $(RESULTS) --readme README.md
-	@echo "== results in $(RESULTS)/, figures in paper/figures/, summary table in README.md"
+	@$(MAKE) --no-print-directory paper RESULTS=$(RESULTS)
+	@echo "== results in $(RESULTS)/, figures in paper/figures/, summary table in README.md, paper in paper/paper.md"
+
+# The paper's tables and figures from the latest results (make reproduce ends with it).
+paper: venv
+	$(VPY) -m experiments charts --from $(RESULTS)
+	$(VPY) -m experiments paper --from $(RESULTS)
 
 reproduce-full:
 	@$(MAKE) --no-print-directory reproduce SIZE=full

@@ -157,6 +157,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--from", dest="source", type=_existing_dir,
                    default=default_results_root(), metavar="DIR",
                    help=f"results root to read (default: {default_results_root()})")
+    p_paper = sub.add_parser("paper", help="fill paper/paper.template.md from result files",
+                             description="Write paper/paper.md: the template with every "
+                                         "table filled from the result files under --from.")
+    p_paper.add_argument("--from", dest="source", type=_existing_dir,
+                         default=default_results_root(), metavar="DIR",
+                         help=f"results root to read (default: {default_results_root()})")
+    p_paper.add_argument("--template", type=Path,
+                         default=PROJECT_ROOT / "paper" / "paper.template.md", metavar="FILE",
+                         help="the template (default: paper/paper.template.md)")
+    p_paper.add_argument("--out", type=Path, default=PROJECT_ROOT / "paper" / "paper.md",
+                         metavar="FILE", help="the paper to write (default: paper/paper.md)")
     p.add_argument("--readme", type=Path, default=None, metavar="FILE",
                    help="also put the table into FILE between the markers "
                         f"{README_BEGIN!r} and {README_END!r} (make reproduce: README.md)")
@@ -262,6 +273,11 @@ def main(argv: list[str] | None = None) -> int:
 
             for path in run_charts(args.source, args.out, tuple(args.formats)):
                 print(f"wrote {path}")
+            return 0
+        if args.command == "paper":
+            from .paper import run_paper
+
+            print(f"wrote {run_paper(args.source, args.template, args.out)}")
             return 0
         if args.command == "summary":
             from .summary import run_summary
