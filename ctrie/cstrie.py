@@ -545,7 +545,7 @@ class CSTrie:
         done: set = set()
         trie = self
 
-        def visit(inode: INode, parent: Optional[INode], pword: Optional[str], depth: int, i: int) -> None:
+        def visit(inode: INode, parent: Optional[INode], i: int) -> None:
             key = (id(inode), i)
             if key in done:
                 return
@@ -569,12 +569,12 @@ class CSTrie:
                         add(c.subs)
                 elif c is not None:
                     for j in range(i, n + 1):
-                        visit(c, inode, "#", depth + 1, j)
+                        visit(c, inode, j)
             if i == n:
                 return
             w = words[i]
             i += 1
-            for word, b in ((w, m.branches.get(w)), ("*", m.pwc)):
+            for b in (m.branches.get(w), m.pwc):
                 if b is None:
                     continue
                 if i == n and b.subs:
@@ -584,10 +584,9 @@ class CSTrie:
                     if _tail_ok_amqp(c.words, words, i):
                         add(c.subs)
                 elif c is not None:
-                    visit(c, inode, word, depth + 1, i)
+                    visit(c, inode, i)
 
-        rootgen = root.gen
-        visit(root, None, None, 0, 0)
+        visit(root, None, 0)
 
     # --- whole-trie reads -------------------------------------------------------------------
 
