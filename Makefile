@@ -3,7 +3,7 @@
 PYTHON ?= python3
 VENV   := .venv
 VPY    := $(VENV)/bin/python
-EXTRAS := test,experiments
+EXTRAS := test,experiments,pipeline
 PYTEST_ARGS ?=
 
 # Free-threaded side: tools/python-ft.sh finds the interpreter ($PYTHON_FT, python3.14t or

@@ -171,6 +171,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--readme", type=Path, default=None, metavar="FILE",
                    help="also put the table into FILE between the markers "
                         f"{README_BEGIN!r} and {README_END!r} (make reproduce: README.md)")
+    from .pipeline.cli import add_parser as add_pipeline  # imports neither pyspark nor pyarrow
+
+    add_pipeline(sub)
     return parser
 
 
@@ -274,6 +277,10 @@ def main(argv: list[str] | None = None) -> int:
             for path in run_charts(args.source, args.out, tuple(args.formats)):
                 print(f"wrote {path}")
             return 0
+        if args.command == "pipeline":
+            from .pipeline.cli import run as run_pipeline
+
+            return run_pipeline(args)
         if args.command == "paper":
             from .paper import run_paper
 

@@ -1,0 +1,20 @@
+"""The Spark pipeline: route a large message set through the package's matchers.
+
+``python -m experiments.pipeline generate|route|aggregate`` (also mounted as ``python -m
+experiments pipeline ...``); see ``README.md`` beside this file. Modules:
+
+================  ==========================================================================
+``cli``           the argument parser (``add_parser`` for the harness, ``main``)
+``generate``      seeded Zipf workloads written as Parquet with numpy/pyarrow
+``route``         the ``route`` command: Spark job, outputs, summary, regex baseline
+``routing``       per-partition routing (pure Python core, mapInArrow/mapInPandas/RDD)
+``matchers``      the matchers by name and how each is built per partition
+``regex``         subscription patterns as regexes (the baseline)
+``aggregate``     harness result records of many runs as summary tables
+``sparkutil``     Java check, session, checked Parquet reading, Hadoop file system access
+================  ==========================================================================
+
+Importing the package imports neither pyspark, pyarrow nor pandas.
+"""
+
+__all__: list[str] = []

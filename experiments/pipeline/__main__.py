@@ -1,0 +1,8 @@
+"""``python -m experiments.pipeline``: see :mod:`experiments.pipeline.cli`."""
+
+import sys
+
+from .cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

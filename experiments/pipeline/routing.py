@@ -1,0 +1,341 @@
+"""Routing one partition of messages: the pure-Python core and its three Spark adapters.
+
+:class:`Router` looks every message's topic up in one matcher. Every adapter turns its
+results into one *stream* of rows ``(kind, message_id, subscribers)`` (:data:`STREAM_DDL`,
+``subscribers`` an array of strings) that the job explodes and writes once, partitioned by
+``kind``; the deliveries partition becomes the ``deliveries`` output as it is, and the three
+small kinds are decoded into their outputs afterwards (:mod:`experiments.pipeline.route`).
+The kinds, and how the columns carry them:
+
+=====  =================  ===================  ===========================================
+kind   what               ``message_id``       ``subscribers``
+=====  =================  ===================  ===========================================
+``0``  deliveries         the message's id     its subscribers (a message without any
+                                               sends no row)
+``1``  a rejected message the message's id     ``[JSON [topic, reason]]`` (topic may be
+                                               null)
+``2``  fanout histogram   a fanout ``f``       ``[decimal count]`` of the partition's
+                                               routed messages with ``f`` deliveries
+``3``  top topics         messages of the      ``["<fanout>:<topic>"]``, for the
+                          topic                partition's ``top`` topics by deliveries
+                                               (ties by topic)
+=====  =================  ===================  ===========================================
+
+Why this shape (measured on 1,000,000 messages, mean fanout 9.3, 2 cores): one stream
+written in one pass is about twice as fast as persisting a wide tagged stream and splitting
+it; one row per message with an array of subscribers, exploded by the JVM, costs the Python
+workers about 1.5 CPU-seconds less than one row per delivery (10.1 against 11.7, warm JVM).
+
+The job hash-partitions messages by topic, so all messages of a topic are routed in one
+partition: a partition's per-topic figures are the topic's global figures, and the global
+top topics are among the partitions' own top lists (exact, ties included), so a partition
+sends only ``top`` rows instead of one row per distinct topic.
+
+A routed message is counted once in its partition's histogram and a rejected one is one
+kind-1 row, so the job reconciles ``messages_in == messages_routed + messages_rejected``
+without a second pass over the messages. ``reason`` is the ``InvalidTopicError`` /
+``TypeError`` message (a null topic is a TypeError, a null message_id gives ``message_id is
+null``). A bad row never raises out of :meth:`Router.route`: anything else the matcher raises
+becomes a rejection with reason ``matcher error: <type>: <message>`` (a matcher bug, counted
+apart in the summary).
+
+The adapters (:func:`arrow_partition` for ``mapInArrow``, :func:`pandas_partition` for
+``mapInPandas``, :func:`rdd_partition` for ``RDD.mapPartitions``) each build one matcher per
+partition from the broadcast subscriptions and feed the core; none imports pyspark, so the
+core is tested without Spark.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from ctrie import InvalidTopicError, UnsupportedPatternError, validate_pattern, validate_topic
+
+from . import matchers
+
+__all__ = [
+    "DELIVERY",
+    "FANOUT",
+    "MATCHER_ERROR",
+    "REJECTED",
+    "STREAM_DDL",
+    "TOPIC",
+    "RouteSetup",
+    "Router",
+    "arrow_partition",
+    "check_subscriptions",
+    "pandas_partition",
+    "rdd_partition",
+    "figure_groups",
+    "stream_groups",
+]
+
+DELIVERY, REJECTED, FANOUT, TOPIC = 0, 1, 2, 3
+
+#: Prefix of the reason of a message the matcher failed on with an unexpected exception.
+MATCHER_ERROR = "matcher error: "
+
+#: The stream every adapter produces, as a Spark DDL string.
+STREAM_DDL = "kind tinyint, message_id bigint, subscribers array<string>"
+
+
+def check_subscriptions(rows: Iterable[tuple[Any, Any]], matcher: str, dialect: str,
+                        max_words: int | None = None
+                        ) -> tuple[list[tuple[str, str]], list[tuple[Any, Any, str]], Any]:
+    """Split subscription rows into accepted pairs and rejected ``(pattern, subscriber,
+    reason)``; also return a matcher ``matcher`` holding the accepted pairs.
+
+    A row is rejected if its pattern is null or invalid in ``dialect``, its subscriber is
+    null, or the matcher's algorithm cannot represent the pattern
+    (``UnsupportedPatternError``). Accepted pairs are deduplicated, first occurrence first.
+    """
+    m = matchers.make(matcher, dialect, topic_space=(), max_words=max_words)
+    accepted: dict[tuple[str, str], None] = {}
+    rejected: list[tuple[Any, Any, str]] = []
+    for pattern, subscriber in rows:
+        try:
+            validate_pattern(pattern, dialect)
+            if subscriber is None:
+                raise TypeError("subscriber is null")
+            m.subscribe(pattern, subscriber)
+        except (InvalidTopicError, UnsupportedPatternError, TypeError) as exc:
+            rejected.append((pattern, subscriber, str(exc)))
+            continue
+        accepted[(pattern, subscriber)] = None
+    return list(accepted), rejected, m
+
+
+class Router:
+    """Routes lists of (message_id, topic) through one matcher; keeps partition figures.
+
+    The figures are gathered per call in flat lists and folded into counters by C code
+    (``Counter.update``, ``dict.update``): no container is created per message.
+    """
+
+    __slots__ = ("_lookup", "histogram", "topic_messages", "topic_fanout", "matcher")
+
+    def __init__(self, matcher: Any) -> None:
+        self.matcher = matcher
+        self._lookup = matcher.lookup
+        self.histogram: Counter[int] = Counter()  # fanout -> routed messages
+        self.topic_messages: Counter[str] = Counter()  # topic with deliveries -> messages
+        self.topic_fanout: dict[str, int] = {}  # topic with deliveries -> its fanout
+
+    def route(self, ids: list, topics: list) -> tuple[list, list, list, list, list, list]:
+        """Route one chunk. Returns the messages with deliveries ``(ids, offsets,
+        subscribers)`` -- message ``ids[i]`` goes to ``subscribers[offsets[i]:offsets[i +
+        1]]`` -- and the rejections ``(ids, topics, reasons)``."""
+        lookup = self._lookup
+        d_ids: list[int] = []
+        offsets: list[int] = [0]
+        d_subs: list[str] = []
+        r_ids: list[Any] = []
+        r_topics: list[Any] = []
+        r_reasons: list[str] = []
+        zeros = 0
+        end = 0
+        hit_topics: list[str] = []
+        hit_fanouts: list[int] = []
+        for mid, topic in zip(ids, topics):
+            try:
+                if mid is None:
+                    raise TypeError("message_id is null")
+                subs = lookup(topic)
+            except (InvalidTopicError, TypeError) as exc:
+                r_ids.append(mid)
+                r_topics.append(topic)
+                r_reasons.append(str(exc))
+                continue
+            except Exception as exc:  # a matcher bug: keep the row, say what happened
+                r_ids.append(mid)
+                r_topics.append(topic)
+                r_reasons.append(f"{MATCHER_ERROR}{type(exc).__name__}: {exc}")
+                continue
+            n = len(subs)
+            if n:
+                d_ids.append(mid)
+                d_subs.extend(subs)
+                end += n
+                offsets.append(end)
+                hit_topics.append(topic)
+                hit_fanouts.append(n)
+            else:
+                zeros += 1
+        if zeros:
+            self.histogram[0] += zeros
+        self.histogram.update(hit_fanouts)
+        self.topic_messages.update(hit_topics)
+        self.topic_fanout.update(zip(hit_topics, hit_fanouts))
+        return d_ids, offsets, d_subs, r_ids, r_topics, r_reasons
+
+    def top_topics(self, k: int) -> list[tuple[str, int, int]]:
+        """The ``k`` topics with most deliveries, as ``(topic, fanout, messages)``, by
+        deliveries descending then topic ascending."""
+        fan = self.topic_fanout
+        return [(t, fan[t], c) for t, c in heapq.nsmallest(
+            k, self.topic_messages.items(), key=lambda tc: (-tc[1] * fan[tc[0]], tc[0]))]
+
+
+#: A group of stream rows of one kind: ``(kind, message_ids, offsets, values)``; row ``i``
+#: is ``(kind, message_ids[i], values[offsets[i]:offsets[i + 1]])``.
+Group = tuple[int, list, list, list]
+
+
+def _single(kind: int, ids: list, values: list) -> Group:
+    return kind, ids, list(range(len(values) + 1)), values
+
+
+def stream_groups(router: Router, ids: list, topics: list) -> Iterator[Group]:
+    """Route one chunk; yield its deliveries and rejections as stream groups."""
+    d_ids, offsets, d_subs, r_ids, r_topics, r_reasons = router.route(ids, topics)
+    if d_ids:
+        yield DELIVERY, d_ids, offsets, d_subs
+    if r_ids:
+        yield _single(REJECTED, r_ids,
+                      [json.dumps([t, r]) for t, r in zip(r_topics, r_reasons)])
+
+
+def figure_groups(router: Router, top: int) -> Iterator[Group]:
+    """The partition's histogram and its ``top`` topics as stream groups."""
+    hist = router.histogram
+    if hist:
+        yield _single(FANOUT, list(hist), [str(c) for c in hist.values()])
+    best = router.top_topics(top)
+    if best:
+        yield _single(TOPIC, [c for _, _, c in best], [f"{f}:{t}" for t, f, _ in best])
+
+
+def _rows(group: Group) -> Iterator[tuple[int, Any, list]]:
+    kind, ids, offsets, values = group
+    for i, mid in enumerate(ids):
+        yield kind, mid, values[offsets[i]:offsets[i + 1]]
+
+
+@dataclass(frozen=True)
+class RouteSetup:
+    """What a partition needs to build its matcher (pickled into every task)."""
+
+    subscriptions: Any  # a Spark Broadcast of list[(pattern, subscriber)], or the list itself
+    matcher: str = "cstrie"
+    dialect: str = "nats"
+    max_words: int | None = None
+    top: int = 20  # top topics a partition sends
+
+    def pairs(self) -> list[tuple[str, str]]:
+        subs = self.subscriptions
+        return subs.value if hasattr(subs, "value") else subs
+
+    def router(self, topics_seen: Iterable[Any] = ()) -> Router:
+        """One new matcher holding the subscriptions, in a Router."""
+        space: list[str] = []
+        if self.matcher in matchers.NEEDS_TOPIC_SPACE:
+            seen = set()
+            for t in topics_seen:
+                if t not in seen:
+                    seen.add(t)
+                    try:
+                        validate_topic(t, self.dialect)
+                    except (InvalidTopicError, TypeError):
+                        continue
+                    space.append(t)
+        return Router(matchers.build(self.matcher, self.dialect, self.pairs(),
+                                     topic_space=space, max_words=self.max_words))
+
+
+# --- mapInArrow -----------------------------------------------------------------------------
+
+
+def arrow_partition(setup: RouteSetup, batches: Iterator[Any]) -> Iterator[Any]:
+    """``mapInArrow`` body: record batches of (message_id, topic) -> stream batches."""
+    import numpy as np
+    import pyarrow as pa
+
+    schema = pa.schema([("kind", pa.int8()), ("message_id", pa.int64()),
+                        ("subscribers", pa.list_(pa.string()))])
+
+    def batch(group: Group) -> Any:
+        kind, ids, offsets, values = group
+        lists = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()),
+                                         pa.array(values, pa.string()))
+        return pa.RecordBatch.from_arrays(
+            [pa.array(np.full(len(ids), kind, dtype=np.int8)), pa.array(ids, pa.int64()),
+             lists], schema=schema)
+
+    if setup.matcher in matchers.NEEDS_TOPIC_SPACE:
+        batches = list(batches)
+        router = setup.router(t for b in batches for t in b.column("topic").to_pylist())
+    else:
+        router = setup.router()
+    for b in batches:
+        for group in stream_groups(router, b.column("message_id").to_pylist(),
+                                   b.column("topic").to_pylist()):
+            yield batch(group)
+    for group in figure_groups(router, setup.top):
+        yield batch(group)
+
+
+# --- mapInPandas ----------------------------------------------------------------------------
+
+
+def _pylist(series: Any) -> list:
+    """A column as a list with None (not NaN / pd.NA) for nulls."""
+    values = series.tolist()
+    if series.hasnans:
+        isna = series.isna().tolist()
+        values = [None if na else v for v, na in zip(values, isna)]
+    return values
+
+
+def pandas_partition(setup: RouteSetup, frames: Iterator[Any]) -> Iterator[Any]:
+    """``mapInPandas`` body: DataFrames of (message_id, topic) -> stream DataFrames."""
+    import pandas as pd
+
+    def frame(group: Group) -> Any:
+        _, ids, _, _ = group
+        rows = list(_rows(group))
+        return pd.DataFrame({
+            "kind": pd.Series([r[0] for r in rows], dtype="int8"),
+            # nullable: a rejected message may have a null id
+            "message_id": pd.Series(ids, dtype="Int64" if None in ids else "int64"),
+            "subscribers": pd.Series([r[2] for r in rows], dtype=object)})
+
+    if setup.matcher in matchers.NEEDS_TOPIC_SPACE:
+        frames = list(frames)
+        router = setup.router(t for f in frames for t in _pylist(f["topic"]))
+    else:
+        router = setup.router()
+    for f in frames:
+        ids = [None if v is None else int(v) for v in _pylist(f["message_id"])]
+        for group in stream_groups(router, ids, _pylist(f["topic"])):
+            yield frame(group)
+    for group in figure_groups(router, setup.top):
+        yield frame(group)
+
+
+# --- RDD.mapPartitions ----------------------------------------------------------------------
+
+#: Rows handed to the core at a time by the RDD adapter.
+RDD_CHUNK = 10_000
+
+
+def rdd_partition(setup: RouteSetup, rows: Iterator[Any]) -> Iterator[tuple]:
+    """``RDD.mapPartitions`` body: Rows of (message_id, topic) -> stream tuples."""
+    if setup.matcher in matchers.NEEDS_TOPIC_SPACE:
+        rows = list(rows)
+        router = setup.router(r[1] for r in rows)
+    else:
+        router = setup.router()
+    rows = iter(rows)
+    while True:
+        chunk = [r for _, r in zip(range(RDD_CHUNK), rows)]
+        if not chunk:
+            break
+        for group in stream_groups(router, [r[0] for r in chunk], [r[1] for r in chunk]):
+            yield from _rows(group)
+    for group in figure_groups(router, setup.top):
+        yield from _rows(group)

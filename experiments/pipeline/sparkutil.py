@@ -1,0 +1,236 @@
+"""Spark plumbing: the Java check, the session, reading and checking inputs, output paths.
+
+Paths go through Hadoop's FileSystem API (via the session's JVM), so ``--out`` and the inputs
+may be local paths or any URI the cluster's Hadoop configuration knows (``hdfs://``,
+``s3a://``...), and the driver writes ``summary.json`` next to the Spark-written outputs.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+import warnings
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlparse
+
+__all__ = [
+    "JAVA_HINT",
+    "PipelineError",
+    "Store",
+    "java_problem",
+    "read_checked",
+    "read_parquet",
+    "session",
+]
+
+JAVA_HINT = ("install a JDK 17 (e.g. `apt-get install openjdk-17-jre-headless`) and set "
+             "JAVA_HOME (e.g. export JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64)")
+
+
+class PipelineError(Exception):
+    """A problem the user can fix (bad argument, bad input); printed without a traceback."""
+
+
+def java_problem() -> str | None:
+    """Why Spark cannot start a JVM here, or None if a ``java`` is available."""
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        exe = os.path.join(home, "bin", "java")
+        if os.path.isfile(exe) and os.access(exe, os.X_OK):
+            return None
+        return f"JAVA_HOME={home} holds no bin/java: {JAVA_HINT}"
+    if shutil.which("java"):
+        return None
+    return f"Spark needs Java, and there is no `java` on PATH and no JAVA_HOME: {JAVA_HINT}"
+
+
+def session(master: str = "local[*]", conf: Iterable[tuple[str, str]] = (),
+            app_name: str = "cstrie-pipeline", quiet: bool = True) -> Any:
+    """A SparkSession for ``master`` with ``conf`` applied (get-or-create).
+
+    In local mode the Python workers run this interpreter (``PYSPARK_PYTHON`` is set to
+    ``sys.executable`` unless it or ``spark.pyspark.python`` is given), so they import the
+    same package; ``spark.sql.shuffle.partitions`` defaults to 8 (the figures the job
+    shuffles are small). On a cluster nothing is assumed: see the README's cluster section.
+    """
+    problem = java_problem()
+    if problem:
+        raise PipelineError(problem)
+    conf = list(conf)
+    keys = {k for k, _ in conf}
+    local = master.startswith("local")
+    if local and "spark.pyspark.python" not in keys:
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    # pyspark 4.x warns on every pandas-based call when pandas >= 3 is installed; the
+    # pipeline's default path (mapInArrow) does not use pandas at all.
+    warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas",
+                            category=FutureWarning)
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.master(master).appName(app_name)
+    if local and "spark.sql.shuffle.partitions" not in keys:
+        builder = builder.config("spark.sql.shuffle.partitions", "8")
+    for key, value in conf:
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    if quiet:
+        spark.sparkContext.setLogLevel("WARN")
+    return spark
+
+
+class Store:
+    """Existence checks, listings and small text files on any Hadoop file system."""
+
+    def __init__(self, spark: Any) -> None:
+        self._jvm = spark._jvm
+        self._conf = spark._jsc.hadoopConfiguration()
+
+    def _fs(self, path: str) -> tuple[Any, Any]:
+        p = self._jvm.org.apache.hadoop.fs.Path(path)
+        return p.getFileSystem(self._conf), p
+
+    def exists(self, path: str) -> bool:
+        fs, p = self._fs(path)
+        return bool(fs.exists(p))
+
+    def is_dir(self, path: str) -> bool:
+        fs, p = self._fs(path)
+        return bool(fs.exists(p) and fs.getFileStatus(p).isDirectory())
+
+    def children(self, path: str) -> list[str]:
+        """Names of the entries of directory ``path`` (empty if it does not exist)."""
+        fs, p = self._fs(path)
+        if not fs.exists(p) or not fs.getFileStatus(p).isDirectory():
+            return []
+        return [s.getPath().getName() for s in fs.listStatus(p)]
+
+    def files(self, path: str, suffix: str = ".parquet") -> list[str]:
+        """Data files below ``path`` (recursively, skipping ``_``/``.`` names), or ``[path]``
+        if it is a file."""
+        fs, p = self._fs(path)
+        if not fs.getFileStatus(p).isDirectory():
+            return [str(p.toString())]
+        out = []
+        it = fs.listFiles(p, True)
+        while it.hasNext():
+            q = it.next().getPath()
+            name = q.getName()
+            if name.endswith(suffix) and not name.startswith(("_", ".")):
+                out.append(str(q.toString()))
+        return sorted(out)
+
+    def delete(self, path: str) -> None:
+        fs, p = self._fs(path)
+        if fs.exists(p):
+            fs.delete(p, True)
+
+    def rename(self, src: str, dst: str) -> None:
+        fs, p = self._fs(src)
+        q = self._jvm.org.apache.hadoop.fs.Path(dst)
+        if not fs.rename(p, q):
+            raise RuntimeError(f"cannot rename {src} to {dst}")
+
+    def write_text(self, path: str, text: str) -> None:
+        fs, p = self._fs(path)
+        out = fs.create(p, True)
+        try:
+            out.write(bytearray(text.encode("utf-8")))
+        finally:
+            out.close()
+
+    def read_text(self, path: str) -> str:
+        fs, p = self._fs(path)
+        stream = fs.open(p)
+        try:
+            data = self._jvm.org.apache.commons.io.IOUtils.toByteArray(stream)
+        finally:
+            stream.close()
+        return bytes(data).decode("utf-8")
+
+
+#: Files of a non-local input whose schema is checked one by one.
+MAX_SCHEMA_CHECKS = 64
+
+# Spark's simpleString() names of the pyarrow types the inputs may have.
+_ARROW_TO_SPARK = {"string": "string", "large_string": "string", "int64": "bigint",
+                   "int32": "int", "int16": "smallint", "int8": "tinyint"}
+
+
+def _is_local(path: str) -> bool:
+    scheme = urlparse(path).scheme
+    return scheme in ("", "file") or (len(scheme) == 1 and os.name == "nt")
+
+
+def _schema(spark: Any, f: str, option: str, path: str) -> dict[str, str]:
+    """Column name -> Spark type name of one Parquet file."""
+    try:
+        if _is_local(f):
+            import pyarrow.parquet as pq
+
+            local = urlparse(f).path if f.startswith("file:") else f
+            out = {}
+            for fl in pq.read_schema(local):
+                t = fl.type.value_type if hasattr(fl.type, "value_type") else fl.type
+                out[fl.name] = _ARROW_TO_SPARK.get(str(t), str(t))
+            return out
+        return {fl.name: fl.dataType.simpleString() for fl in read_parquet(spark, f).schema}
+    except Exception as exc:  # noqa: BLE001 - ArrowInvalid, AnalysisException and friends
+        raise PipelineError(f"{option} {path}: cannot read {f} as Parquet: "
+                            f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+                            ) from None
+
+
+_GLOB = re.compile(r"([\\{}\[\]*?])")
+
+
+def read_parquet(spark: Any, path: str) -> Any:
+    """``spark.read.parquet`` of the literal ``path``: Spark expands glob characters in
+    read paths (``out[2]`` would be a character class), so they are escaped."""
+    return spark.read.parquet(_GLOB.sub(r"\\\1", path))
+
+
+@dataclass(frozen=True)
+class Column:
+    """A required input column: its name, the Spark type names accepted, the cast applied."""
+
+    name: str
+    accepted: tuple[str, ...]
+    cast: str
+
+
+def read_checked(spark: Any, store: Store, path: str, option: str,
+                 columns: tuple[Column, ...]) -> Any:
+    """Read Parquet ``path`` (a file or a folder) and return the required columns, cast.
+
+    Errors name ``option``, the file and the column: a path that does not exist, a folder
+    without Parquet files, a file without a required column, a column of the wrong type.
+    """
+    if not store.exists(path):
+        raise PipelineError(f"{option} {path}: no such file or directory")
+    files = store.files(path)
+    if not files:
+        raise PipelineError(f"{option} {path}: no .parquet files in this folder")
+    # Every file's own schema is checked, so that an error names the file (Spark reads a
+    # folder with the schema of one file and would fill a column missing elsewhere with
+    # nulls). Local files: a footer read each with pyarrow; other file systems: Spark,
+    # for at most MAX_SCHEMA_CHECKS files.
+    for f in files if _is_local(path) else files[:MAX_SCHEMA_CHECKS]:
+        fields = _schema(spark, f, option, path)
+        for col in columns:
+            if col.name not in fields:
+                raise PipelineError(
+                    f"{option} {path}: column {col.name!r} is missing in {f} "
+                    f"(its columns: {', '.join(fields) or 'none'})")
+            if fields[col.name] not in col.accepted:
+                raise PipelineError(
+                    f"{option} {path}: column {col.name!r} in {f} has type "
+                    f"{fields[col.name]}, expected {' or '.join(col.accepted)}")
+    from pyspark.sql import functions as F
+
+    df = read_parquet(spark, path)
+    return df.select(*[F.col(c.name).cast(c.cast).alias(c.name) for c in columns])

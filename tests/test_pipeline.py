@@ -1,0 +1,451 @@
+"""The Spark pipeline (``experiments.pipeline``): generate, route, aggregate.
+
+Pure parts run without Spark: the regex translation is held to ``ctrie.matches`` over every
+pattern and topic of the suite's small alphabets, the per-partition router to the matcher,
+the generator to byte-identical output for a seed, ``aggregate`` to medians worked out by
+hand. The Spark parts share ONE local session (module fixture, ``local[2]``, 4 shuffle
+partitions, no UI) and route small data sets per dialect: the suite's alphabets (every
+pattern, every topic, the invalid topics, a null topic, a null message_id) plus a generated
+workload with injected invalid topics. Each route run is checked message by message against
+the in-process ``CSTrie`` and the reference matcher, its rejections against the validator's
+messages, its summary against the outputs, and its regex baseline against the matcher.
+
+Spark tests are skipped (with the reason) only when pyspark is not importable or no Java is
+found; generate and aggregate tests need numpy, pyarrow and pandas (the ``pipeline`` extra).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from strategies import DIALECTS, INVALID_TOPICS, all_topics, every_pattern
+
+from ctrie import CSTrie, Dialect, InvalidTopicError, matches, validate_topic
+from experiments.pipeline import cli, matchers, regex, routing
+
+# --- regex translation (no Spark) -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("dialect", DIALECTS, ids=lambda d: d.value)
+def test_regex_translation_agrees_with_reference_matcher(dialect: Dialect) -> None:
+    pats = every_pattern(dialect, 3)
+    tops = all_topics(dialect, 4)
+    wrong = []
+    for p in pats:
+        rx = re.compile(regex.pattern_regex(p, dialect.value, flavor="python"))
+        for t in tops:
+            got = rx.match(regex.subject(t, dialect.value)) is not None
+            if got != matches(p, t, dialect):
+                wrong.append((p, t, got))
+    assert not wrong, f"{len(wrong)} of {len(pats) * len(tops)} disagree, e.g. {wrong[:5]}"
+    assert len(pats) * len(tops) > 3000
+
+
+def test_regex_java_flavour_anchors_at_the_very_end() -> None:
+    # '$' would also match before a final newline, which AMQP and MQTT topics may hold.
+    assert regex.pattern_regex("a.*", "amqp").endswith(r"\z")
+    assert regex.pattern_regex("+/#", "mqtt").startswith(r"^(?!\/\$)")
+    assert regex.pattern_regex("a.#.#.b", "amqp").count("*") == 1  # '#.#' merged
+
+
+# --- the per-partition core (no Spark) ------------------------------------------------------
+
+
+def test_router_routes_rejects_and_counts() -> None:
+    pairs = [("a.*", "s1"), ("a.>", "s2"), ("b", "s1")]
+    router = routing.Router(matchers.build("cstrie", "nats", pairs))
+    ids = [1, 2, 3, 4, 5, None, 7]
+    topics = ["a.x", "b", "c", None, "a..b", "a.y", "a.x"]
+    d_ids, offsets, d_subs, r_ids, r_topics, r_reasons = router.route(ids, topics)
+    assert d_ids == [1, 2, 7] and offsets == [0, 2, 3, 5]
+    assert [sorted(d_subs[a:b]) for a, b in zip(offsets, offsets[1:])] == [
+        ["s1", "s2"], ["s1"], ["s1", "s2"]]
+    assert r_ids == [4, 5, None]
+    assert r_topics == [None, "a..b", "a.y"]
+    assert r_reasons[0] == "topic must be a str, not NoneType: None"
+    with pytest.raises(InvalidTopicError) as err:
+        validate_topic("a..b", "nats")
+    assert r_reasons[1] == str(err.value)
+    assert r_reasons[2] == "message_id is null"
+    assert dict(router.histogram) == {2: 2, 1: 1, 0: 1}
+    assert router.top_topics(5) == [("a.x", 2, 2), ("b", 1, 1)]
+    assert router.top_topics(1) == [("a.x", 2, 2)]
+    groups = list(routing.figure_groups(router, 1))
+    assert groups[0][0] == routing.FANOUT
+    assert dict(zip(groups[0][1], map(int, groups[0][3]))) == {2: 2, 1: 1, 0: 1}
+    assert groups[1] == (routing.TOPIC, [2], [0, 1], ["2:a.x"])
+
+
+def test_router_keeps_a_matcher_bug_as_a_rejection() -> None:
+    class Broken:
+        def lookup(self, topic):
+            raise KeyError(topic)
+
+    router = routing.Router(Broken())
+    _, _, _, r_ids, _, reasons = router.route([1], ["a"])
+    assert r_ids == [1] and reasons == [f"{routing.MATCHER_ERROR}KeyError: 'a'"]
+
+
+def test_check_subscriptions_rejects_bad_rows_and_unsupported_patterns() -> None:
+    rows = [("a.*", "s"), ("a.*", "s"), ("a..b", "s"), (None, "s"), ("b", None)]
+    pairs, rejected, m = routing.check_subscriptions(rows, "cstrie", "nats")
+    assert pairs == [("a.*", "s")] and m.lookup("a.b") == frozenset({"s"})
+    assert [r[0] for r in rejected] == ["a..b", None, "b"]
+    assert "empty tokens" in rejected[0][2] and rejected[2][2] == "subscriber is null"
+    _, rejected, _ = routing.check_subscriptions([("a.#.b", "s")], "optimized_bitmap", "amqp",
+                                                 max_words=4)
+    assert len(rejected) == 1  # documented UnsupportedPatternError
+
+
+def test_cli_choices_match_the_modules() -> None:
+    from experiments.pipeline import route
+
+    assert cli._MATCHERS == tuple(matchers.MATCHERS)
+    assert cli._IMPLS == route.IMPLS
+
+
+# --- generate (no Spark) --------------------------------------------------------------------
+
+
+def _digest(folder: Path) -> dict[str, str]:
+    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_generate_is_deterministic_for_a_seed(tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow", reason="generate needs the pipeline extra (pyarrow)")
+    pq = pytest.importorskip("pyarrow.parquet")
+    args = ["generate", "--subscriptions", "3000", "--messages", "300000", "--seed", "7",
+            "--wildcards", "single=0.2,multi=0.1", "--invalid-rate", "0.01"]
+    assert cli.main([*args, "--out", str(tmp_path / "a")]) == 0
+    assert cli.main([*args, "--out", str(tmp_path / "b")]) == 0
+    other_seed = ["8" if a == "7" else a for a in args]
+    assert cli.main([*other_seed, "--out", str(tmp_path / "c")]) == 0
+    a, b, c = (_digest(tmp_path / x) for x in "abc")
+    assert a == b
+    assert len(a) == 5  # 1 subscription file, 3 message files (chunks), workload.json
+    assert a["subscriptions/part-00000.parquet"] != c["subscriptions/part-00000.parquet"]
+    msgs = pq.read_table(tmp_path / "a" / "messages")
+    assert msgs.schema.names == ["message_id", "topic"] and msgs.num_rows == 300_000
+    assert msgs.column("message_id").to_pylist() == list(range(300_000))
+    subs = pq.read_table(tmp_path / "a" / "subscriptions")
+    assert subs.schema.names == ["pattern", "subscriber"] and subs.num_rows == 3000
+    pats = subs.column("pattern").to_pylist()
+    words = [w for p in pats for w in p.split(".")]
+    assert 0.15 < words.count("*") / len(words) < 0.25  # single=0.2 per level
+    assert 0.07 < sum(p.endswith(">") for p in pats) / len(pats) < 0.13  # multi=0.1
+    bad = 0
+    for t in msgs.column("topic").to_pylist()[:50_000]:
+        try:
+            validate_topic(t, "nats")
+        except (InvalidTopicError, TypeError):
+            bad += 1
+    assert 300 < bad < 700  # invalid-rate 0.01 of 50,000
+
+
+def test_generate_refuses_to_overwrite_and_rejects_bad_specs(tmp_path: Path, capsys) -> None:
+    pytest.importorskip("pyarrow", reason="generate needs the pipeline extra (pyarrow)")
+    args = ["generate", "--out", str(tmp_path), "--subscriptions", "10", "--messages", "10"]
+    assert cli.main(args) == 0
+    assert cli.main(args) == 2
+    assert "--overwrite" in capsys.readouterr().err
+    assert cli.main([*args, "--overwrite"]) == 0
+    with pytest.raises(SystemExit):
+        cli.main([*args, "--wildcards", "single=2"])
+    assert "--wildcards" in capsys.readouterr().err
+
+
+# --- aggregate (no Spark) -------------------------------------------------------------------
+
+
+def _record(algorithm: str, median: float, *, gil: bool = True, lo: float | None = None,
+            hi: float | None = None, **extra) -> dict:
+    rec = {"experiment": "throughput", "algorithm": algorithm, "dialect": "nats",
+           # an outcome (wall_s) and a setting of one algorithm (max_words) in params must
+           # not split cells
+           "workload": "3-digit", "threads": 1,
+           "params": {"subscriptions": 1000, "messages": 100, "wall_s": median,
+                      **({"max_words": 3} if algorithm == "naive" else {})},
+           "seed": 1, "rounds": 3, "median": median, "min": lo if lo is not None else median,
+           "max": hi if hi is not None else median, "unit": "msg/s", "python": "3.13.1",
+           "gil_enabled": gil, "cpu_count": 2, "package_version": "0.1.0",
+           "git_commit": "abc", "timestamp": "2026-01-01T00:00:00+00:00", "status": "ok"}
+    rec.update(extra)
+    return rec
+
+
+def test_aggregate_gets_known_medians_right(tmp_path: Path) -> None:
+    pd = pytest.importorskip("pandas", reason="aggregate needs the pipeline extra (pandas)")
+    runs = {
+        "run1/3.13-gil": [_record("cstrie", 100, lo=90, hi=130), _record("naive", 10),
+                          _record("cstrie", 50, gil=False)],
+        "run2/nested/deeper": [_record("cstrie", 300), _record("naive", 40, lo=5),
+                               _record("cstrie", 70, gil=False),
+                               _record("naive", None, status="skipped")],
+        "run3": [_record("cstrie", 200), _record("naive", 20, hi=99)],
+    }
+    for folder, recs in runs.items():
+        path = tmp_path / "in" / folder / "throughput-x.jsonl"
+        path.parent.mkdir(parents=True)
+        path.write_text("".join(json.dumps(r) + "\n" for r in recs) + "not json\n")
+    (tmp_path / "in" / "run3" / "other.txt").write_text("ignored")
+    out = tmp_path / "out"
+    rc = cli.main(["aggregate", "--from", str(tmp_path / "in" / "run1"),
+                   str(tmp_path / "in" / "run2"), str(tmp_path / "in" / "run3"),
+                   "--out", str(out)])
+    assert rc == 0
+    summary = pd.read_csv(out / "summary.csv")
+    assert set(pd.read_parquet(out / "summary.parquet")["median"]) == set(summary["median"])
+    by = {(r.algorithm, r.build): r for r in summary.itertuples()}
+    assert set(by) == {("cstrie", "3.13.1-gil"), ("naive", "3.13.1-gil"),
+                       ("cstrie", "3.13.1-nogil")}
+    c = by[("cstrie", "3.13.1-gil")]
+    assert (c.runs, c.median, c.q1, c.q3, c.iqr, c.min, c.max) == (3, 200, 150, 250, 100, 90,
+                                                                   300)
+    n = by[("naive", "3.13.1-gil")]
+    assert (n.runs, n.median, n.min, n.max) == (3, 20, 5, 99)
+    assert n.ratio == pytest.approx(20 / 200)
+    assert c.ratio == 1.0
+    ft = by[("cstrie", "3.13.1-nogil")]
+    assert (ft.runs, ft.median, ft.ratio) == (2, 60, 1.0)
+    records = pd.read_parquet(out / "records.parquet")
+    assert len(records) == 8  # the skipped cell and the bad lines are left out
+    assert set(summary["params"]) == {'{"messages": 100, "subscriptions": 1000}'}
+    # a reference named with other case and punctuation, and overwrite protection
+    assert cli.main(["aggregate", "--from", str(tmp_path / "in"), "--out", str(out)]) == 2
+    assert cli.main(["aggregate", "--from", str(tmp_path / "in"), "--out", str(out),
+                     "--reference", "Naive", "--overwrite"]) == 0
+    summary = pd.read_csv(out / "summary.csv")
+    c = summary[(summary.algorithm == "cstrie") & (summary.build == "3.13.1-gil")].iloc[0]
+    assert c.ratio == pytest.approx(200 / 20)
+
+
+# --- Spark ----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def spark():
+    pytest.importorskip("pyspark", reason="pyspark not installed (pip install -e '.[pipeline]')")
+    pytest.importorskip("pyarrow", reason="pyarrow not installed (the pipeline extra)")
+    from experiments.pipeline import sparkutil
+
+    problem = sparkutil.java_problem()
+    if problem:
+        pytest.skip(problem)
+    session = sparkutil.session("local[2]", SPARK_CONF)
+    yield session
+    session.stop()
+
+
+SPARK_CONF = [("spark.sql.shuffle.partitions", "4"), ("spark.ui.enabled", "false"),
+              ("spark.ui.showConsoleProgress", "false")]
+
+
+def _write_parquet(path: Path, columns: dict[str, list], types: dict[str, str]) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table({k: pa.array(v, getattr(pa, types[k])()) for k, v in
+                             columns.items()}), path)
+
+
+def _dataset(tmp: Path, dialect: Dialect, seed: int) -> tuple[Path, Path, list, list]:
+    """The suite's alphabet (every pattern, every topic, invalid and null topics, a null id)
+    in one file each, plus a generated workload with invalid topics in a second file."""
+    from experiments.pipeline.generate import Workload, generate
+
+    generate(Workload(subscriptions=200, messages=1500, dialect=dialect.value, seed=seed,
+                      vocabulary=30, levels=(1, 4), invalid_rate=0.05), tmp / "gen")
+    rng = random.Random(seed)
+    pats = every_pattern(dialect, 3)
+    subs = [(p, f"u{rng.randrange(40)}") for p in pats] + [("", "u0"), (None, "u1")]
+    tops = all_topics(dialect, 3) + INVALID_TOPICS[dialect] + [None]
+    ids = list(range(10**6, 10**6 + len(tops)))
+    ids[5] = None  # a null message_id
+    subs_dir, msgs_dir = tmp / "subs [1]", tmp / "msgs{a,b}*"  # glob characters: literal
+    _write_parquet(subs_dir / "alphabet.parquet",
+                   {"pattern": [p for p, _ in subs], "subscriber": [s for _, s in subs]},
+                   {"pattern": "string", "subscriber": "string"})
+    _write_parquet(msgs_dir / "alphabet.parquet", {"message_id": ids, "topic": tops},
+                   {"message_id": "int64", "topic": "string"})
+    import pyarrow.parquet as pq
+
+    gsubs = pq.read_table(tmp / "gen" / "subscriptions")
+    gmsgs = pq.read_table(tmp / "gen" / "messages")
+    pq.write_table(gsubs, subs_dir / "generated.parquet")
+    pq.write_table(gmsgs, msgs_dir / "generated.parquet")
+    subs += list(zip(gsubs.column(0).to_pylist(), gsubs.column(1).to_pylist()))
+    msgs = list(zip(ids, tops)) + list(zip(gmsgs.column(0).to_pylist(),
+                                           gmsgs.column(1).to_pylist()))
+    return subs_dir, msgs_dir, subs, msgs
+
+
+def _expected(subs: list, msgs: list, dialect: Dialect):
+    """In-process routing: deliveries by CSTrie.lookup, rejections by the validator."""
+    trie = CSTrie(dialect)
+    valid_pairs = []
+    for p, s in subs:
+        try:
+            trie.subscribe(p, s)
+        except (InvalidTopicError, TypeError):
+            continue
+        valid_pairs.append((p, s))
+    deliveries, rejected = set(), {}
+    for mid, t in msgs:
+        try:
+            if mid is None:
+                raise TypeError("message_id is null")
+            got = trie.lookup(t)
+        except (InvalidTopicError, TypeError) as exc:
+            rejected[(mid, t)] = str(exc)
+            continue
+        deliveries.update((mid, s) for s in got)
+    return deliveries, rejected, valid_pairs
+
+
+def _rows(path: Path, *cols: str) -> list[tuple]:
+    import pyarrow.parquet as pq
+
+    t = pq.read_table(path, columns=list(cols))
+    return list(zip(*(t.column(c).to_pylist() for c in cols)))
+
+
+@pytest.mark.parametrize("dialect", DIALECTS, ids=lambda d: d.value)
+def test_route_equals_in_process_lookup(spark, tmp_path: Path, dialect: Dialect) -> None:
+    from experiments.pipeline.route import RouteOptions, run_route
+
+    subs_path, msgs_path, subs, msgs = _dataset(tmp_path, dialect, seed=len(dialect.value))
+    out = tmp_path / "out [2]"
+    summary = run_route(RouteOptions(
+        subscriptions=str(subs_path), messages=str(msgs_path), out=str(out),
+        dialect=dialect.value, master="local[2]", conf=SPARK_CONF, baseline="regex",
+        partitions=3, top=5), log=lambda _: None)
+    want_deliveries, want_rejected, valid_pairs = _expected(subs, msgs, dialect)
+
+    got = _rows(out / "deliveries", "message_id", "subscriber")
+    assert len(got) == len(set(got)), "a delivery was written twice"
+    assert set(got) == want_deliveries
+    # the alphabet part once more, against the reference matcher itself
+    alphabet = {m for m in msgs if m[0] is not None and m[0] >= 10**6}
+    for mid, t in alphabet:
+        if (mid, t) in want_rejected:
+            continue
+        ref = {s for p, s in valid_pairs if matches(p, t, dialect)}
+        assert {s for i, s in got if i == mid} == ref, (t, mid)
+
+    rejected = _rows(out / "rejected", "message_id", "topic", "reason")
+    assert {(m, t): r for m, t, r in rejected} == want_rejected
+    assert len(rejected) == len(want_rejected) > 10
+    assert any(t is None for _, t, _ in rejected) and any(m is None for m, _, _ in rejected)
+
+    assert summary["messages_in"] == len(msgs)
+    assert summary["messages_in"] == summary["messages_routed"] + summary["messages_rejected"]
+    assert summary["messages_rejected"] == len(want_rejected)
+    assert summary["deliveries"] == len(want_deliveries)
+    assert summary["matcher_errors"] == 0
+    on_disk = json.loads((out / "summary.json").read_text())
+    assert on_disk["deliveries"] == summary["deliveries"]
+    for key in ("seconds", "messages_per_second", "matcher", "dialect", "master", "impl",
+                "python", "spark_version"):
+        assert on_disk[key] is not None, key
+    assert on_disk["dialect"] == dialect.value and on_disk["matcher"] == "cstrie"
+
+    hist = dict(_rows(out / "fanout" / "histogram", "fanout", "messages"))
+    assert sum(hist.values()) == summary["messages_routed"]
+    assert sum(f * n for f, n in hist.items()) == summary["deliveries"]
+    per_message = Counter(mid for mid, _ in want_deliveries)
+    per_topic: Counter[str] = Counter()
+    for mid, t in msgs:
+        if (mid, t) not in want_rejected and per_message[mid]:
+            per_topic[t] += per_message[mid]
+    best = sorted(per_topic.items(), key=lambda kv: (-kv[1], kv[0]))[:5]
+    top = _rows(out / "fanout" / "top_topics", "rank", "topic", "deliveries")
+    assert [(t, d) for _, t, d in sorted(top)] == best
+
+    assert {r[0] for r in _rows(out / "rejected_subscriptions", "pattern")} == {"", None}
+    b = summary["baseline"]
+    assert b["equal"] and b["only_regex"] == 0 and b["only_matcher"] == 0, b
+    assert b["messages"] == len(msgs) and b["speedup"] > 0
+    assert b["regex_deliveries"] == b["matcher_deliveries"] == len(want_deliveries)
+
+
+@pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning")
+def test_impls_and_matchers_produce_the_same_stream(spark, tmp_path: Path) -> None:
+    from experiments.pipeline.route import IMPLS, route_frame
+    from experiments.pipeline.sparkutil import read_parquet
+
+    dialect = Dialect.MQTT
+    subs_path, msgs_path, subs, msgs = _dataset(tmp_path, dialect, seed=11)
+    pairs, _, _ = routing.check_subscriptions(subs, "cstrie", "mqtt")
+    df = read_parquet(spark, str(msgs_path)).repartition(3)
+    seen = {}
+    for name, impl in [("cstrie", i) for i in IMPLS] + [("locked_trie", "arrow"),
+                                                        ("naive", "rdd"),
+                                                        ("inverted_bitmap", "pandas")]:
+        setup = routing.RouteSetup(spark.sparkContext.broadcast(pairs), name, "mqtt")
+        rows = route_frame(spark, df, setup, impl).collect()
+        deliveries = {(r.message_id, r.subscriber) for r in rows if r.kind == routing.DELIVERY}
+        rejected = sorted((r.message_id is None, r.message_id, r.subscriber) for r in rows
+                          if r.kind == routing.REJECTED)
+        hist: dict[int, int] = {}
+        for r in rows:
+            if r.kind == routing.FANOUT:
+                hist[r.message_id] = hist.get(r.message_id, 0) + int(r.subscriber)
+        seen[(name, impl)] = (deliveries, rejected, hist)
+    first = seen[("cstrie", "arrow")]
+    assert len(first[0]) > 100 and len(first[1]) > 10
+    for key, value in seen.items():
+        assert value == first, key
+
+
+def test_route_errors_name_the_option_column_and_file(spark, tmp_path: Path, capsys) -> None:
+    good = tmp_path / "subs.parquet"
+    _write_parquet(good, {"pattern": ["a"], "subscriber": ["s"]},
+                   {"pattern": "string", "subscriber": "string"})
+    bad = tmp_path / "msgs" / "part-1.parquet"
+    _write_parquet(tmp_path / "msgs" / "part-0.parquet", {"message_id": [1], "topic": ["a"]},
+                   {"message_id": "int64", "topic": "string"})
+    _write_parquet(bad, {"message_id": [2], "subject": ["a"]},
+                   {"message_id": "int64", "subject": "string"})
+    base = ["route", "--subscriptions", str(good), "--master", "local[2]",
+            *[x for k, v in SPARK_CONF for x in ("--conf", f"{k}={v}")]]
+    rc = cli.main([*base, "--messages", str(tmp_path / "msgs"), "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "--messages" in err and "'topic'" in err and str(bad) in err, err
+    rc = cli.main([*base, "--messages", str(tmp_path / "nope"), "--out", str(tmp_path / "o")])
+    assert rc == 2 and "no such file" in capsys.readouterr().err
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "keep.txt").write_text("x")
+    rc = cli.main([*base, "--messages", str(tmp_path / "msgs" / "part-0.parquet"), "--out",
+                   str(tmp_path / "full")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "not empty" in err and "--overwrite" in err
+
+
+def test_missing_java_stops_with_a_clear_message(tmp_path: Path, monkeypatch, capsys) -> None:
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))  # no java here
+    rc = cli.main(["route", "--subscriptions", "s", "--messages", "m", "--out",
+                   str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert "JDK 17" in err and "openjdk-17-jre-headless" in err and "JAVA_HOME" in err
+
+
+def test_add_parser_mounts_the_commands_on_a_harness_parser(tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow", reason="generate needs the pipeline extra (pyarrow)")
+    parser = argparse.ArgumentParser(prog="python -m experiments")
+    sub = parser.add_subparsers(dest="command", required=True)
+    cli.add_parser(sub)
+    args = parser.parse_args(["pipeline", "generate", "--out", str(tmp_path),
+                              "--subscriptions", "5", "--messages", "5"])
+    assert args.command == "pipeline" and cli.run(args) == 0
+    assert (tmp_path / "messages" / "part-00000.parquet").is_file()
