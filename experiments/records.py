@@ -18,11 +18,16 @@ __all__ = ["build_order", "cells", "latest_run", "load", "ok", "run_rank"]
 Record = dict[str, Any]
 
 
-def load(root: Path) -> list[Record]:
-    """Every record of every ``*.jsonl`` file below ``root`` (bad lines are reported)."""
+def load(root: Path, tally: dict[str, int] | None = None) -> list[Record]:
+    """Every record of every ``*.jsonl`` file below ``root`` (bad lines are reported).
+
+    With ``tally``, also count into it the ``files`` read, the ``unreadable_lines`` and the
+    lines that are JSON but ``not_records``.
+    """
     out: list[Record] = []
-    bad = 0
+    counts = {"files": 0, "unreadable_lines": 0, "not_records": 0}
     for path in sorted(Path(root).rglob("*.jsonl")):
+        counts["files"] += 1
         with open(path, encoding="utf-8") as fh:
             for line in fh:
                 line = line.strip()
@@ -31,13 +36,19 @@ def load(root: Path) -> list[Record]:
                 try:
                     rec = json.loads(line)
                 except json.JSONDecodeError:
-                    bad += 1
+                    counts["unreadable_lines"] += 1
                     continue
                 if isinstance(rec, dict) and "experiment" in rec:
                     rec["_file"] = str(path)
                     out.append(rec)
-    if bad:
-        print(f"warning: skipped {bad} unreadable lines under {root}", file=sys.stderr)
+                else:
+                    counts["not_records"] += 1
+    if counts["unreadable_lines"]:
+        print(f"warning: skipped {counts['unreadable_lines']} unreadable lines under {root}",
+              file=sys.stderr)
+    if tally is not None:
+        for k, v in counts.items():
+            tally[k] = tally.get(k, 0) + v
     return out
 
 

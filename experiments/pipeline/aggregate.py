@@ -40,6 +40,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from ..records import load
+
 __all__ = ["CONFIG_PARAMS", "KEY", "OUTPUT_FILES", "aggregate", "load_records", "norm_name", "run_aggregate"]
 
 #: The ``params`` keys that configure a measurement (the rest are outcomes or settings of
@@ -67,27 +69,13 @@ def load_records(roots: Iterable[Path]) -> tuple[list[dict[str, Any]], dict[str,
     records: list[dict[str, Any]] = []
     skipped = {"unreadable_lines": 0, "not_records": 0, "without_median": 0, "files": 0}
     for root in roots:
-        for path in sorted(Path(root).rglob("*.jsonl")):
-            skipped["files"] += 1
-            with open(path, encoding="utf-8") as fh:
-                for line in fh:
-                    line = line.strip()
-                    if not line:
-                        continue
-                    try:
-                        rec = json.loads(line)
-                    except json.JSONDecodeError:
-                        skipped["unreadable_lines"] += 1
-                        continue
-                    if not isinstance(rec, dict) or "experiment" not in rec:
-                        skipped["not_records"] += 1
-                        continue
-                    if rec.get("median") is None or (rec.get("status") not in (None, "ok")):
-                        skipped["without_median"] += 1
-                        continue
-                    rec = {k: rec.get(k) for k in _RECORD_COLUMNS}
-                    rec["file"] = str(path)
-                    records.append(rec)
+        for rec in load(Path(root), tally=skipped):
+            if rec.get("median") is None or (rec.get("status") not in (None, "ok")):
+                skipped["without_median"] += 1
+                continue
+            row = {k: rec.get(k) for k in _RECORD_COLUMNS}
+            row["file"] = rec["_file"]
+            records.append(row)
     return records, skipped
 
 
