@@ -1,7 +1,7 @@
 """``python -m experiments <command> [options]``: the harness's command line.
 
 Measuring commands (``latency``, ``throughput``, ``memory``, ``scaling``, ``lockfree``,
-``primitives``, ``all``) share the options ``--quick`` / ``--smoke`` / ``--size``, ``--out``,
+``contention``, ``primitives``, ``all``) share the options ``--quick`` / ``--smoke`` / ``--size``, ``--out``,
 ``--seed``, ``--algorithms``, ``--dialects`` and ``--python``; ``charts`` and ``summary``
 read result files only (``--from``).
 
@@ -27,7 +27,8 @@ from .registry import ALGORITHMS
 
 __all__ = ["main"]
 
-MEASURES = ("latency", "throughput", "memory", "scaling", "lockfree", "primitives")
+MEASURES = ("latency", "throughput", "memory", "scaling", "lockfree", "contention",
+            "primitives")
 DIALECTS = ("nats", "mqtt", "amqp")
 DEFAULT_DIALECTS = ("nats", "mqtt")
 
@@ -37,6 +38,7 @@ _HELP = {
     "memory": "bytes held per subscription (tracemalloc) and its growth",
     "scaling": "concurrent rounds at growing thread counts: 50/50, 90/10 faithful and true",
     "lockfree": "lock-free vs locked: insert:lookup 1:1 and 1:3 at growing worker counts",
+    "contention": "CPU time per operation, one shared matcher vs one per thread (1, 2 threads)",
     "primitives": "cost of AtomicRef, threading.Lock, RWLock and atomics operations",
     "all": "every measuring experiment above, in one run",
 }
@@ -239,6 +241,7 @@ def _measure(args: argparse.Namespace, argv: list[str]) -> int:
         "memory": lambda: memory.run_memory(run, algorithms, dialects),
         "scaling": lambda: concurrency.run_scaling(run, algorithms, dialects),
         "lockfree": lambda: concurrency.run_lockfree(run, algorithms, dialects),
+        "contention": lambda: concurrency.run_contention(run, algorithms, dialects),
         "primitives": primitives,
     }
     todo = MEASURES if args.command == "all" else (args.command,)

@@ -13,6 +13,12 @@ per-worker split) and ``90/10-true`` (each operation a write with probability 0.
 real write share is recorded. Unit: operations per second (``params.wall_s`` holds the
 round times).
 
+Both experiments also record, per round, the CPU time the workers used
+(``params.cpu_s_values``), and from it the CPU time per operation (``params.cpu_per_op_us``)
+and the parallelism actually obtained (``params.parallelism`` = CPU time / wall time): a
+throughput that does not scale is contention when CPU per operation rises, and scheduling
+when parallelism stays below the thread count while CPU per operation does not.
+
 ``lockfree``: no pre-population; insert workers each subscribe the ``ops`` items (worker
 ``w`` as subscriber ``ins<w>``, so every insert stores a new pair), lookup workers each look
 the ``ops`` items up; insert:lookup ratios 1:1 and 1:3 at growing worker counts. Unit:
@@ -27,14 +33,14 @@ from __future__ import annotations
 import gc
 import threading
 from collections.abc import Callable, Hashable
-from time import perf_counter
-from typing import Any
+from time import perf_counter, thread_time
+from typing import Any, NamedTuple
 
 from . import registry, workloads
 from .env import Run
 from .progress import bar
 
-__all__ = ["run_lockfree", "run_scaling", "timed_round"]
+__all__ = ["Round", "run_contention", "run_lockfree", "run_scaling", "timed_round"]
 
 #: Seconds a round may take before it is declared hung.
 ROUND_TIMEOUT = 600.0
@@ -53,12 +59,14 @@ class _Worker(threading.Thread):
         self.barrier, self.ops, self.sub, self.look = barrier, ops, sub, look
         self.subscriber = subscriber
         self.start_t = self.end_t = 0.0
+        self.cpu_s = 0.0
         self.error: BaseException | None = None
 
     def run(self) -> None:
         sub, look, who = self.sub, self.look, self.subscriber
         try:
             self.barrier.wait()
+            cpu0 = thread_time()
             self.start_t = perf_counter()
             for write, item in self.ops:
                 if write:
@@ -66,16 +74,36 @@ class _Worker(threading.Thread):
                 else:
                     look(item)
             self.end_t = perf_counter()
+            self.cpu_s = thread_time() - cpu0
         except BaseException as exc:  # re-raised by timed_round
             self.error = exc
             self.barrier.abort()
 
 
-def timed_round(matcher: Any, plans: list[tuple[list[tuple[bool, str]], Hashable]]) -> float:
-    """Run one round: one thread per ``(ops, subscriber)`` plan; return the wall time."""
+class Round(NamedTuple):
+    """What one round measured: its wall time and the CPU time its workers used.
+
+    ``cpu_s`` sums each worker's ``time.thread_time`` over its operations. ``cpu_s / wall_s``
+    is the parallelism the round actually got: on 2 cores it cannot exceed 2, and it falls
+    below the thread count when the machine has no free core to give (scheduling). CPU time
+    per operation rising with the thread count is contention (cache lines, locks, reference
+    counts); separating the two is why both are recorded.
+    """
+
+    wall_s: float
+    cpu_s: float
+
+
+def timed_round(matcher: Any, plans: list[tuple[list[tuple[bool, str]], Hashable]], *,
+                per_thread: list[Any] | None = None) -> Round:
+    """Run one round: one thread per ``(ops, subscriber)`` plan; return wall and CPU time.
+
+    Every thread works on ``matcher``, unless ``per_thread`` gives each plan its own.
+    """
     barrier = threading.Barrier(len(plans))
-    workers = [_Worker(barrier, ops, matcher.subscribe, matcher.lookup, who)
-               for ops, who in plans]
+    targets = per_thread if per_thread is not None else [matcher] * len(plans)
+    workers = [_Worker(barrier, ops, m.subscribe, m.lookup, who)
+               for (ops, who), m in zip(plans, targets, strict=True)]
     gc.collect()
     for w in workers:
         w.start()
@@ -88,7 +116,8 @@ def timed_round(matcher: Any, plans: list[tuple[list[tuple[bool, str]], Hashable
         # The first worker to fail aborts the barrier; report its error, not the others'.
         raise next((e for e in errors if not isinstance(e, threading.BrokenBarrierError)),
                    errors[0])
-    return max(w.end_t for w in workers) - min(w.start_t for w in workers)
+    return Round(max(w.end_t for w in workers) - min(w.start_t for w in workers),
+                 sum(w.cpu_s for w in workers))
 
 
 def _form(dialect: str) -> Callable[[str], str]:
@@ -99,6 +128,24 @@ def _spread(values: list[float]) -> dict[str, float]:
     v = sorted(values)
     return {"median": v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2,
             "min": v[0], "max": v[-1]}
+
+
+def _populated(algorithm: str, dialect: str, items: list[str],
+               hot: list[str]) -> tuple[Any, int]:
+    """A fresh ``algorithm`` matcher holding the hot population (untimed preparation), and
+    how many of the patterns it refused."""
+    m = registry.make(algorithm, dialect, topic_space=[*items, *hot], max_words=HOT_WORDS)
+    return m, registry.populate(m, hot, [f"h{i}" for i in range(len(hot))])
+
+
+def _cpu_params(params: dict[str, Any], walls: list[float], cpus: list[float],
+                total_ops: int) -> None:
+    """Store the rounds' wall and CPU times, CPU per operation and parallelism in ``params``."""
+    params["wall_s"] = _spread(walls)
+    params["wall_s_values"] = walls
+    params["cpu_s_values"] = cpus
+    params["cpu_per_op_us"] = _spread([c / total_ops * 1e6 for c in cpus])
+    params["parallelism"] = _spread([c / w for c, w in zip(cpus, walls) if w > 0])
 
 
 def run_scaling(run: Run, algorithms: list[str], dialects: list[str]) -> None:
@@ -137,13 +184,13 @@ def run_scaling(run: Run, algorithms: list[str], dialects: list[str]) -> None:
                 continue
             thread_plans = [(list(zip(p, items)), workloads.SCALING_SUBSCRIBER) for p in plans]
             walls: list[float] = []
+            cpus: list[float] = []
             try:
                 for _ in range(size.scaling_rounds):
-                    m = registry.make(algorithm, dialect, topic_space=[*items, *hot],
-                                      max_words=HOT_WORDS)
-                    refused = registry.populate(m, hot, [f"h{i}" for i in range(len(hot))])
-                    params["refused_patterns"] = refused
-                    walls.append(timed_round(m, thread_plans))
+                    m, params["refused_patterns"] = _populated(algorithm, dialect, items, hot)
+                    wall, cpu = timed_round(m, thread_plans)
+                    walls.append(wall)
+                    cpus.append(cpu)
                     progress.update(1)
             except Exception as exc:
                 run.record("scaling", algorithm, dialect, workload, params, threads=n,
@@ -152,8 +199,7 @@ def run_scaling(run: Run, algorithms: list[str], dialects: list[str]) -> None:
                 progress.write(f"  scaling {algorithm} {workload} x{n}: FAILED {exc!r}")
                 progress.update(size.scaling_rounds - len(walls))
                 continue
-            params["wall_s"] = _spread(walls)
-            params["wall_s_values"] = walls
+            _cpu_params(params, walls, cpus, n * ops)
             run.record("scaling", algorithm, dialect, workload, params, threads=n,
                        unit="ops/s", values=[n * ops / w for w in walls])
 
@@ -201,10 +247,13 @@ def run_lockfree(run: Run, algorithms: list[str], dialects: list[str]) -> None:
             plans = [([(True, i) for i in its], f"ins{w}") for w in range(inserters)]
             plans += [([(False, i) for i in its], "-") for _ in range(lookers)]
             walls: list[float] = []
+            cpus: list[float] = []
             try:
                 for _ in range(size.lockfree_rounds):
                     m = registry.make(algorithm, dialect, topic_space=its, max_words=3)
-                    walls.append(timed_round(m, plans))
+                    wall, cpu = timed_round(m, plans)
+                    walls.append(wall)
+                    cpus.append(cpu)
                     # Every insert stored a new pair: a lost update would show here.
                     if len(m) != inserters * ops:
                         raise AssertionError(f"after the round len(matcher) = {len(m)}, "
@@ -223,5 +272,125 @@ def run_lockfree(run: Run, algorithms: list[str], dialects: list[str]) -> None:
                 progress.update(size.lockfree_rounds - len(walls))
                 continue
             params["ops_per_s_median"] = n * ops / _spread(walls)["median"]
+            _cpu_params(params, walls, cpus, n * ops)
             run.record("lockfree", algorithm, dialect, ratio, params, threads=n, unit="s",
                        values=walls)
+
+
+#: Thread counts of the contention experiment: one, and two (this study's machine has 2 cores).
+CONTENTION_THREADS = (1, 2)
+CONTENTION_SHARING = ("shared", "per-thread")
+
+
+class _Holder:
+    """One mortal attribute, read in a loop by the attribute-read probe."""
+
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value = [0]  # a list: mortal, so every read changes its reference count
+
+
+def _read_attribute(holder: _Holder, reads: int) -> None:
+    for _ in range(reads):
+        _ = holder.value  # one load, one reference-count increment and decrement
+
+
+def _probe_round(n: int, shared: bool, reads: int) -> Round:
+    """``n`` threads each read ``holder.value`` ``reads`` times, on one holder or one each."""
+    one = _Holder()
+    holders = [one] * n if shared else [_Holder() for _ in range(n)]
+    barrier = threading.Barrier(n)
+    spans: list[tuple[float, float, float]] = [(0.0, 0.0, 0.0)] * n
+
+    def work(k: int) -> None:
+        barrier.wait()
+        cpu0, t0 = thread_time(), perf_counter()
+        _read_attribute(holders[k], reads)
+        spans[k] = (t0, perf_counter(), thread_time() - cpu0)
+
+    threads = [threading.Thread(target=work, args=(k,), daemon=True) for k in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(ROUND_TIMEOUT)
+    return Round(max(s[1] for s in spans) - min(s[0] for s in spans), sum(s[2] for s in spans))
+
+
+def run_contention(run: Run, algorithms: list[str], dialects: list[str]) -> None:
+    """Record CPU time per operation with one shared matcher and with one matcher per thread.
+
+    The scaling experiment shows whether throughput grows with threads; this one says why
+    not. Each thread runs the true 90/10 workload (``contention_ops`` operations) at 1 and 2
+    threads, either on one shared matcher or on a matcher of its own (same population, same
+    operations). Both rounds do the same work per thread, so CPU time per operation that
+    rises only when the matcher is shared is the cost of sharing objects between cores; a
+    parallelism (CPU time / wall time) below the thread count is the scheduler's.
+
+    A probe with no matcher in it isolates one cause: threads reading one attribute of one
+    shared object (algorithm ``attribute-read``, CPU time per read). On a free-threaded
+    build every such read writes the object's reference count, so two cores reading one
+    object fight over its cache line; under the GIL only one thread runs at a time.
+    """
+    size = run.size
+    ops = size.contention_ops
+    items_nats = workloads.scaling_items(ops)
+    hot_nats = workloads.hot_population(run.seed, size.scaling_population, HOT_WORDS)
+    cells = [(a, sharing, n) for a in [*algorithms, "attribute-read"]
+             for sharing in CONTENTION_SHARING for n in CONTENTION_THREADS]
+    with bar(len(cells) * size.contention_rounds, "contention") as progress:
+        for algorithm, sharing, n in cells:
+            progress.set_postfix_str(f"{algorithm} {sharing} x{n}")
+            if algorithm == "attribute-read":
+                reads = ops * 20
+                walls, cpus = [], []
+                for _ in range(size.contention_rounds):
+                    wall, cpu = _probe_round(n, sharing == "shared", reads)
+                    walls.append(wall)
+                    cpus.append(cpu)
+                    progress.update(1)
+                params = {"sharing": sharing, "reads_per_thread": reads}
+                _cpu_params(params, walls, cpus, n * reads)
+                run.record("contention", algorithm, "-", sharing, params, threads=n,
+                           unit="us", values=[c / (n * reads) * 1e6 for c in cpus])
+                continue
+            dialect = "mqtt" if algorithm == "paho" else "nats"
+            form = _form(dialect)
+            items = [form(i) for i in items_nats]
+            hot = [form(p) for p in hot_nats]
+            plans = [workloads.scaling_plan("90/10-true", w, ops, run.seed) for w in range(n)]
+            writes = sum(sum(p) for p in plans)
+            params: dict[str, Any] = {
+                "sharing": sharing, "workload": "90/10-true", "ops_per_worker": ops,
+                "total_ops": n * ops, "writes": writes, "write_share": writes / (n * ops),
+                "population": len(hot),
+            }
+            why = registry.unavailable(algorithm)
+            if not why and n > 1 and sharing == "shared" and not registry.thread_safe(algorithm):
+                why = "not thread-safe: it cannot be shared between threads"
+            if why:
+                run.record("contention", algorithm, dialect, sharing, params, threads=n,
+                           unit="us", status="skipped", note=why)
+                progress.update(size.contention_rounds)
+                continue
+            thread_plans = [(list(zip(p, items)), workloads.SCALING_SUBSCRIBER) for p in plans]
+
+            walls, cpus = [], []
+            try:
+                for _ in range(size.contention_rounds):
+                    fresh = [_populated(algorithm, dialect, items, hot)[0]
+                             for _ in range(1 if sharing == "shared" else n)]
+                    wall, cpu = timed_round(fresh[0], thread_plans,
+                                            per_thread=None if sharing == "shared" else fresh)
+                    walls.append(wall)
+                    cpus.append(cpu)
+                    progress.update(1)
+            except Exception as exc:
+                run.record("contention", algorithm, dialect, sharing, params, threads=n,
+                           unit="us", status="failed", note=f"{type(exc).__name__}: {exc}")
+                progress.write(f"  contention {algorithm} {sharing} x{n}: FAILED {exc!r}")
+                progress.update(size.contention_rounds - len(walls))
+                continue
+            _cpu_params(params, walls, cpus, n * ops)
+            run.record("contention", algorithm, dialect, sharing, params, threads=n,
+                       unit="us", values=[c / (n * ops) * 1e6 for c in cpus])

@@ -45,6 +45,9 @@ class Size:
     lockfree_groups: tuple[int, ...]  # how many (1 inserter + r lookers) groups
     lockfree_ops: int
     lockfree_rounds: int
+    # contention: operations per worker and rounds of the shared/per-thread comparison
+    contention_ops: int
+    contention_rounds: int
 
     def as_params(self) -> dict:
         """The size as a plain dict (recorded in the run manifest)."""
@@ -74,6 +77,8 @@ SIZES: dict[str, Size] = {
         lockfree_groups=(1, 2, 3, 4, 6, 8),
         lockfree_ops=1000,
         lockfree_rounds=15,
+        contention_ops=20000,
+        contention_rounds=9,
     ),
     "quick": Size(
         name="quick",
@@ -97,6 +102,8 @@ SIZES: dict[str, Size] = {
         lockfree_groups=(1, 2),
         lockfree_ops=1000,
         lockfree_rounds=5,
+        contention_ops=5000,
+        contention_rounds=5,
     ),
     "smoke": Size(
         name="smoke",
@@ -120,5 +127,7 @@ SIZES: dict[str, Size] = {
         lockfree_groups=(1,),
         lockfree_ops=50,
         lockfree_rounds=2,
+        contention_ops=200,
+        contention_rounds=2,
     ),
 }

@@ -43,7 +43,8 @@ RECORD_FIELDS = (
     "experiment", "algorithm", "dialect", "workload", "params", "threads", "seed", "rounds",
     "median", "min", "max", "unit", "python", "implementation", "gil_enabled",
     "free_threaded_build", "cpu_count", "package_version", "git_commit", "git_dirty",
-    "code_hash", "timestamp", "run_id", "build", "size", "status", "note", "values",
+    "code_hash", "timestamp", "loadavg_1m", "run_id", "build", "size", "status", "note",
+    "values",
 )
 
 
@@ -126,6 +127,18 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+def _loadavg() -> float | None:
+    """The 1-minute load average when the record is written (``None`` where the OS has none).
+
+    On a 2-core machine anything above 2 means runnable work was waiting for a core; a record
+    measured then says so.
+    """
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        return None
+
+
 class Run:
     """One invocation of the harness: its id, seed, size and the files it writes."""
 
@@ -144,6 +157,7 @@ class Run:
         manifest = {
             "run_id": self.run_id, "argv": argv, "seed": seed, "size": size.as_params(),
             "executable": sys.executable, "sys_version": sys.version, "started": _now(),
+            "loadavg_1m": _loadavg(),
             **self.info,
         }
         path = self.new_path("run", ".json")
@@ -196,7 +210,7 @@ class Run:
             "rounds": rounds if rounds is not None else len(vals),
             "median": median, "min": lo, "max": hi, "unit": unit,
             **self.info,
-            "timestamp": _now(), "run_id": self.run_id, "build": self.build,
+            "timestamp": _now(), "loadavg_1m": _loadavg(), "run_id": self.run_id, "build": self.build,
             "size": self.size.name, "status": status, "note": note,
             "values": list(values or []),
         }

@@ -25,9 +25,10 @@ from experiments.registry import ALGORITHMS, thread_safe, unavailable
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = 7
-MEASURED = ("latency", "throughput", "memory", "scaling", "lockfree", "primitives")
+MEASURED = ("latency", "throughput", "memory", "scaling", "lockfree", "contention",
+            "primitives")
 UNITS = {"latency": "ns", "throughput": "msg/s", "memory": "bytes", "scaling": "ops/s",
-         "lockfree": "s", "primitives": "ns"}
+         "lockfree": "s", "contention": "us", "primitives": "ns"}
 LATENCY_CELLS = {f"{op}/{state}/{variant}"
                  for state in ("cold", "hot")
                  for op, variants in (("subscribe", ("faithful", "real")),
@@ -86,9 +87,27 @@ def test_every_record_has_every_field_with_plausible_values(results):
 
 def test_every_matcher_appears_in_every_experiment(results):
     _, recs = results
-    for experiment in ("latency", "throughput", "memory", "scaling", "lockfree"):
-        seen = {r["algorithm"] for r in by_experiment(recs, experiment)}
+    for experiment in ("latency", "throughput", "memory", "scaling", "lockfree", "contention"):
+        seen = {r["algorithm"] for r in by_experiment(recs, experiment)} - {"attribute-read"}
         assert seen == set(ALGORITHMS), f"{experiment}: missing {set(ALGORITHMS) - seen}"
+
+
+def test_contention_pairs_shared_with_per_thread_rounds(results):
+    _, recs = results
+    cells = {(r["algorithm"], r["workload"], r["threads"]): r
+             for r in by_experiment(recs, "contention")}
+    for alg in [*ALGORITHMS, "attribute-read"]:
+        for sharing in ("shared", "per-thread"):
+            for n in (1, 2):
+                r = cells[(alg, sharing, n)]
+                if r["status"] != "ok":
+                    continue
+                p = r["params"]
+                assert p["sharing"] == sharing and r["workload"] == sharing
+                # The value is CPU per operation: total CPU over every thread's operations.
+                ops = p.get("total_ops", n * p.get("reads_per_thread", 0))
+                assert r["values"] == pytest.approx([c / ops * 1e6 for c in p["cpu_s_values"]])
+                assert len(r["values"]) == len(p["wall_s_values"]) == r["rounds"]
 
 
 def test_only_documented_cells_are_not_measured(results):
@@ -103,7 +122,9 @@ def test_only_documented_cells_are_not_measured(results):
             assert alg.startswith("atomics_") and r["note"].startswith("not available"), r
         elif alg == "paho":
             assert (unavailable("paho") or r["experiment"] == "lockfree"
-                    or (r["experiment"] == "scaling" and r["threads"] > 1)), r
+                    or (r["experiment"] == "scaling" and r["threads"] > 1)
+                    or (r["experiment"] == "contention" and r["threads"] > 1
+                        and r["workload"] == "shared")), r
         else:
             # The inverted bitmap may skip a memory cell over its scan budget, saying so.
             assert alg == "inverted_bitmap" and r["experiment"] == "memory", r
@@ -141,7 +162,12 @@ def test_scaling_records_the_real_write_share(results):
         else:
             assert 0.0 <= share <= 0.3
         if r["status"] == "ok":
-            assert r["params"]["wall_s"]["min"] > 0
+            p = r["params"]
+            assert p["wall_s"]["min"] > 0
+            # One CPU-time sum per round, and no round can use more CPU than its threads had.
+            assert len(p["cpu_s_values"]) == len(p["wall_s_values"]) == r["rounds"]
+            assert 0 < p["cpu_per_op_us"]["min"] <= p["cpu_per_op_us"]["max"]
+            assert 0 < p["parallelism"]["max"] <= n * 1.05 + 0.05
         if thread_safe(r["algorithm"]) or n == 1:
             assert r["status"] == "ok" or unavailable(r["algorithm"]), r
 
