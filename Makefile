@@ -5,6 +5,8 @@ VENV   := .venv
 VPY    := $(VENV)/bin/python
 EXTRAS := test,experiments,pipeline
 PYTEST_ARGS ?=
+# Where experiment records (and the test suite's figures, for the paper) go.
+RESULTS ?= results
 
 # Free-threaded side: tools/python-ft.sh finds the interpreter ($PYTHON_FT, python3.14t or
 # python3.13t on PATH, a cached build) or builds one into ${XDG_CACHE_HOME:-~/.cache}/cstrie/python-ft.
@@ -19,7 +21,7 @@ ENV_FT    := CSTRIE_LIN_HISTORIES=300 CSTRIE_LIN_THREADS=8
 # Prints "<path>: <version> GIL|free-threaded" for the interpreter it runs in.
 WHICH_PY := import sys; print(sys.executable + ":", sys.version.split()[0], "GIL" if getattr(sys, "_is_gil_enabled", lambda: True)() else "free-threaded")
 
-.PHONY: venv venv-ft test test-quick test-ft reproduce reproduce-full paper clean
+.PHONY: venv venv-ft test test-quick test-ft reproduce reproduce-full pipeline-bench paper clean
 
 venv: $(VENV)/.installed
 
@@ -54,17 +56,17 @@ test:
 # The whole suite on the GIL build alone.
 test-quick: venv
 	@echo "== pytest, whole suite, on $$($(VPY) -c '$(WHICH_PY)')"
-	$(VPY) -m pytest $(PYTEST_ARGS)
+	CSTRIE_FIGURES_OUT=$(RESULTS)/test-figures/gil.json $(VPY) -m pytest $(PYTEST_ARGS)
 
 # The concurrency layers on the free-threaded build.
 test-ft: venv-ft
 	@echo "== pytest, concurrency layers, on $$($(VPY_FT) -c '$(WHICH_PY)') with $(ENV_FT)"
-	$(ENV_FT) $(VPY_FT) -m pytest $(PYTEST_ARGS) $(TESTS_FT)
+	$(ENV_FT) CSTRIE_FIGURES_OUT=$(RESULTS)/test-figures/ft.json $(VPY_FT) -m pytest \
+		$(PYTEST_ARGS) $(TESTS_FT)
 
 # The main job: every experiment on both builds, every chart, the summary (also written into
 # README.md). SIZE=full for the publication-size run (make reproduce-full).
 SIZE ?= quick
-RESULTS ?= results
 reproduce: venv
 	@$(MAKE) --no-print-directory venv-ft || echo "== no free-threaded build (see above): measuring the GIL build only"
 	$(VPY) -m experiments all --size $(SIZE) --out $(RESULTS)
@@ -72,7 +74,9 @@ reproduce: venv
 		echo "== the same on the free-threaded build ($(VPY_FT))"; \
 		$(VPY) -m experiments all --size $(SIZE) --out $(RESULTS) --python $(VPY_FT); \
 	fi
-	$(VPY) -m experiments charts --from $(RESULTS)
+	@if command -v java >/dev/null 2>&1 || test -n "$$JAVA_HOME"; then \
+		$(MAKE) --no-print-directory pipeline-bench SIZE=$(SIZE) RESULTS=$(RESULTS); \
+	else echo "== no Java: skipping the Spark routing benchmark (needs a JDK/JRE 17)"; fi
 	$(VPY) -m experiments summary --from $(RESULTS) --readme README.md
 	@$(MAKE) --no-print-directory paper RESULTS=$(RESULTS)
 	@echo "== results in $(RESULTS)/, figures in paper/figures/, summary table in README.md, paper in paper/paper.md"
@@ -84,6 +88,29 @@ paper: venv
 
 reproduce-full:
 	@$(MAKE) --no-print-directory reproduce SIZE=full
+
+# The Spark routing benchmark (the paper's Spark table): a seeded workload of 10,000
+# subscriptions, routed by the CS-trie on local[*] with the single-thread in-process rate
+# beside it, and the regex baseline (cross join + RLIKE) on the first messages; then the
+# same routing through mapInPandas and RDD mapPartitions, the alternatives mapInArrow beat.
+PIPELINE_MESSAGES_quick := 100000
+PIPELINE_MESSAGES_full  := 1000000
+PIPELINE_BASELINE_quick := 5000
+PIPELINE_BASELINE_full  := 20000
+PIPELINE_DIR = $(RESULTS)/pipeline/$(SIZE)
+pipeline-bench: venv
+	$(VPY) -m experiments pipeline generate --out $(PIPELINE_DIR)/workload --overwrite \
+		--subscriptions 10000 --messages $(PIPELINE_MESSAGES_$(SIZE))
+	$(VPY) -m experiments pipeline route --out $(PIPELINE_DIR)/routed --overwrite \
+		--subscriptions $(PIPELINE_DIR)/workload/subscriptions \
+		--messages $(PIPELINE_DIR)/workload/messages \
+		--inprocess $(PIPELINE_MESSAGES_$(SIZE)) \
+		--baseline regex --baseline-limit $(PIPELINE_BASELINE_$(SIZE))
+	for impl in pandas rdd; do \
+		$(VPY) -m experiments pipeline route --out $(PIPELINE_DIR)/routed-$$impl --overwrite \
+			--subscriptions $(PIPELINE_DIR)/workload/subscriptions \
+			--messages $(PIPELINE_DIR)/workload/messages --impl $$impl || exit 1; \
+	done
 
 # Keeps the free-threaded interpreter cached outside the repo (see tools/python-ft.sh).
 clean:

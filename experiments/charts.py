@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .progress import bar
-from .records import Record, build_order, cells, latest_run, load
+from .records import Record, build_order, cells, contention_growth, latest_run, load
 from .registry import ALGORITHMS, LABELS
 
 __all__ = ["FIGURES", "run_charts"]
@@ -378,6 +378,50 @@ def fig_lockfree(recs: list[Record]) -> Any:
     return fig
 
 
+# --- contention -------------------------------------------------------------------------------
+
+
+def fig_contention(recs: list[Record]) -> Any:
+    """CPU per operation at 2 threads / 1 thread, shared matcher vs one per thread."""
+    runs = _runs(recs, "contention")
+    if not runs:
+        return None
+    plt = _plt()
+    fig, axes = plt.subplots(1, len(runs), figsize=(6.5 * len(runs), 4.8), squeeze=False)
+    names = [*ALGORITHMS, "attribute-read"]
+    for col, (build, rs) in enumerate(runs):
+        ax = axes[0][col]
+        present = [n for n in names if any(r["algorithm"] == n for r in rs)]
+        for k, (sharing, hatch) in enumerate((("shared", ""), ("per-thread", "//"))):
+            xs, ys, colors = [], [], []
+            for i, n in enumerate(present):
+                g = contention_growth(rs, n, sharing)
+                if g is not None:
+                    xs.append(i - 0.2 + 0.4 * k)
+                    ys.append(g)
+                    colors.append(_COLORS.get(n, "#444444"))
+            ax.bar(xs, ys, width=0.38, color=colors, hatch=hatch, edgecolor="black",
+                   linewidth=0.5)
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_xticks(range(len(present)),
+                      [_label(n) if n in LABELS else "attribute read\n(probe)"
+                       for n in present], rotation=30, ha="right", fontsize=7)
+        ax.set_ylabel("CPU time per operation, 2 threads / 1 thread\n(1 = no contention)")
+        ax.set_title(_build_title(recs, build), fontsize=9)
+        ax.grid(axis="y", alpha=0.3)
+        from matplotlib.patches import Patch
+
+        ax.legend(handles=[Patch(facecolor="white", edgecolor="black",
+                                 label="one matcher shared by both threads"),
+                           Patch(facecolor="white", edgecolor="black", hatch="//",
+                                 label="one matcher per thread")], fontsize=7)
+        _skipped_note(ax, [r for r in rs if r.get("status") == "failed"])
+    fig.suptitle("Contention: true 90/10, the same operations per thread; only sharing the "
+                 "matcher differs\nmedian CPU time per operation over rounds", fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
 # --- primitives -------------------------------------------------------------------------------
 
 
@@ -430,6 +474,7 @@ FIGURES: dict[str, Callable[[list[Record]], Any]] = {
     "scaling_90-10-faithful": lambda r: fig_scaling(r, "90/10-faithful"),
     "scaling_90-10-true": lambda r: fig_scaling(r, "90/10-true"),
     "lockfree": fig_lockfree,
+    "contention": fig_contention,
     "primitives": fig_primitives,
 }
 

@@ -9,12 +9,13 @@ are the anchors of ``methodology.md`` (the articles' own numbers, not ours).
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from pathlib import Path
 
-from .records import Record, build_order, cells, latest_run, load
-from .registry import LABELS
+from .records import Record, build_order, cells, contention_growth, latest_run, load
+from .registry import ALGORITHMS, LABELS
 from .summary import compute, to_markdown
 
 __all__ = ["PUBLISHED_LATENCY", "PUBLISHED_THROUGHPUT", "render", "run_paper"]
@@ -154,22 +155,388 @@ def primitives_table(records: list[Record], builds: list[str]) -> str:
     return "\n".join(lines)
 
 
+def _command(rec: Record) -> str | None:
+    """The command line of a record's run, from the run manifest beside its records."""
+    f = rec.get("_file")
+    if not f:
+        return None
+    manifest = Path(f).parent / f"run-{rec.get('run_id')}.json"
+    try:
+        argv = json.loads(manifest.read_text()).get("argv")
+    except (OSError, json.JSONDecodeError):
+        return None
+    return "python -m experiments " + " ".join(argv) if isinstance(argv, list) else None
+
+
 def runs_list(records: list[Record]) -> str:
+    """The runs the paper's tables were drawn from (the latest of each experiment and build)."""
+    used = {latest_run(records, e, b) for b in build_order(records)
+            for e in {r["experiment"] for r in records}}
     runs: dict[str, Record] = {}
     for r in records:
-        runs.setdefault(r.get("run_id", "?"), r)
+        if r.get("run_id") in used:
+            runs.setdefault(r["run_id"], r)
     out = []
     for rid, r in sorted(runs.items()):
+        cmd = _command(r)
         out.append(f"- `{rid}`: {r.get('size')} size, Python {r.get('python')} "
                    f"({'GIL on' if r.get('gil_enabled', True) else 'GIL off'}), "
                    f"{r.get('cpu_count')} CPUs, commit {str(r.get('git_commit'))[:10]}"
-                   f"{' (dirty)' if r.get('git_dirty') else ''}, seed {r.get('seed')}")
+                   f"{' (dirty)' if r.get('git_dirty') else ''}, seed {r.get('seed')}"
+                   + (f"; `{cmd}`" if cmd else ""))
     return "\n".join(out)
 
 
-def render(template: str, records: list[Record]) -> str:
-    """Fill every ``{{name}}`` of ``template``; an unknown name is an error."""
+def _build_label(records: list[Record], build: str) -> str:
+    r = next(x for x in records if x["build"] == build)
+    kind = ("free-threaded, GIL off" if r.get("free_threaded_build") and not r.get("gil_enabled")
+            else "GIL")
+    return f"Python {r.get('python')} ({kind})"
+
+
+def memory_table(records: list[Record], build: str) -> str:
+    """Bytes held per subscription at every measured size, both workload variants, with the
+    ratio to the CS-trie at the same size."""
+    recs = _run_cells(records, "memory", build)
+    if not recs:
+        return f"_No memory results for {build}._"
+    sizes = sorted({r["params"]["subscriptions"] for r in recs})
+    variants = ("digits", "distinct")
+    per = {(r["algorithm"], r["workload"].split("/")[-1], r["params"]["subscriptions"]):
+           r["median"] / r["params"]["subscriptions"] for r in recs
+           if r["dialect"] == "nats" or r["algorithm"] == "paho"}
+    cols = [(v, n) for v in variants for n in sizes]
+    lines = ["| algorithm | " + " | ".join(f"{v} {n:,}" for v, n in cols) + " |",
+             "|---" * (len(cols) + 1) + "|"]
+    for a in sorted({k[0] for k in per}, key=lambda x: (x != REFERENCE, x)):
+        row = [_cell(per.get((a, v, n)), per.get((REFERENCE, v, n))) for v, n in cols]
+        lines.append(f"| {_label(a)} | " + " | ".join(row) + " |")
+    skipped = sorted({f"{_label(r['algorithm'])} at {r['params'].get('subscriptions', '?'):,}"
+                      for r in records if r["experiment"] == "memory" and r["build"] == build
+                      and r.get("run_id") == recs[0]["run_id"] and r.get("status") != "ok"})
+    lines.append("")
+    lines.append("Bytes per subscription (tracemalloc), median (ratio to the CS-trie at the "
+                 "same size); *digits*: the 3-digit workload (patterns repeat), *distinct*: a "
+                 "wider alphabet. " + (f"Not measured: {'; '.join(skipped)}." if skipped
+                                      else ""))
+    return "\n".join(lines)
+
+
+def scaling_table(records: list[Record], build: str, workload: str) -> str:
+    """Operations per second per thread count, with the speed-up over one thread, and the
+    CPU time per operation with the parallelism obtained (CPU time / wall time)."""
+    rid = latest_run(records, "scaling", build)
+    recs = cells(records, experiment="scaling", build=build, run_id=rid, workload=workload)
+    if not recs:
+        return f"_No scaling results for {build}._"
+    threads = sorted({r["threads"] for r in recs})
+    by = {(r["algorithm"], r["threads"]): r for r in recs}
+    algos = [a for a in ALGORITHMS if any(k[0] == a for k in by)]
+    lines = ["| algorithm | " + " | ".join(f"{n} thr" for n in threads) + " |",
+             "|---" * (len(threads) + 1) + "|"]
+    for a in algos:
+        base = by.get((a, 1))
+        row = []
+        for n in threads:
+            r = by.get((a, n))
+            if r is None:
+                row.append("–")
+                continue
+            cell = f"{r['median']:,.0f}"
+            if base is not None and n > 1:
+                cell += f" ({r['median'] / base['median']:.2f}x)"
+            p = r["params"]
+            if "cpu_per_op_us" in p:
+                cell += (f"<br>{p['cpu_per_op_us']['median']:.3g} µs CPU/op, "
+                         f"par {p['parallelism']['median']:.2f}")
+            row.append(cell)
+        lines.append(f"| {_label(a)} | " + " | ".join(row) + " |")
+    lines.append("")
+    lines.append(f"Operations per second, median over rounds (speed-up over 1 thread); below "
+                 f"it the median CPU time per operation and the parallelism (CPU time / wall "
+                 f"time); run `{rid}`.")
+    return "\n".join(lines)
+
+
+def lockfree_table(records: list[Record], build: str) -> str:
+    """Milliseconds per insert:lookup round, with the ratio to the CS-trie's."""
+    rid = latest_run(records, "lockfree", build)
+    recs = cells(records, experiment="lockfree", build=build, run_id=rid)
+    if not recs:
+        return f"_No lock-free results for {build}._"
+    cols = sorted({(r["workload"], r["threads"]) for r in recs})
+    by = {(r["algorithm"], r["workload"], r["threads"]): r["median"] * 1e3 for r in recs}
+    algos = [a for a in ALGORITHMS if any(k[0] == a for k in by)]
+    lines = ["| algorithm | " + " | ".join(f"{w} x{n}" for w, n in cols) + " |",
+             "|---" * (len(cols) + 1) + "|"]
+    for a in algos:
+        lines.append(f"| {_label(a)} | " + " | ".join(
+            _cell(by.get((a, w, n)), by.get((REFERENCE, w, n))) for w, n in cols) + " |")
+    lines.append("")
+    lines.append(f"Milliseconds per round (lower is better; ratio to the CS-trie); columns "
+                 f"are insert:lookup ratio x workers; run `{rid}`.")
+    return "\n".join(lines)
+
+
+def contention_table(records: list[Record], builds: list[str]) -> str:
+    """CPU time per operation at 1 and 2 threads, shared matcher and one per thread."""
+    lines = [("| algorithm | build | shared 1 thr | shared 2 thr | growth | "
+              "per-thread 1 thr | per-thread 2 thr | growth |"), "|---" * 8 + "|"]
+    any_rows = False
+    for b in builds:
+        rid = latest_run(records, "contention", b)
+        rs = cells(records, experiment="contention", build=b, run_id=rid)
+        for a in [*ALGORITHMS, "attribute-read"]:
+            row = []
+            for sharing in ("shared", "per-thread"):
+                for n in (1, 2):
+                    c = cells(rs, algorithm=a, workload=sharing, threads=n)
+                    row.append(f"{c[-1]['median']:.3g}" if c else "–")
+                g = contention_growth(rs, a, sharing)
+                row.append(f"**{g:.2f}x**" if g is not None else "–")
+            if all(x == "–" for x in row):
+                continue
+            any_rows = True
+            name = _label(a) if a in LABELS else "attribute read (probe)"
+            lines.append(f"| {name} | {_build_label(records, b)} | " + " | ".join(row) + " |")
+    if not any_rows:
+        return "_No contention results._"
+    lines.append("")
+    lines.append("CPU µs per operation (the probe: per attribute read), median over rounds; "
+                 "growth = 2 threads / 1 thread. True 90/10, the same operations in every "
+                 "thread; only whether the threads share one matcher differs.")
+    return "\n".join(lines)
+
+
+#: The algorithms the articles measured, in our names (the published trie had no cache).
+_PUBLISHED_AS = {"naive": "naive", "inverted_bitmap": "inverted_bitmap",
+                 "optimized_bitmap": "optimized_bitmap", "locked_trie_nocache": "locked_trie",
+                 "cstrie": "cstrie"}
+
+
+def _pair_agreement(ours: dict[str, float], theirs: dict[str, float],
+                    lower_is_better: bool) -> tuple[int, int, list[str]]:
+    """How many algorithm pairs are ordered as in the articles; the pairs that are not."""
+    names = sorted(a for a in ours if a in theirs)
+    agree, total, flips = 0, 0, []
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            total += 1
+            if (ours[a] < ours[b]) == (theirs[a] < theirs[b]):
+                agree += 1
+            else:
+                better = a if (ours[a] < ours[b]) == lower_is_better else b
+                worse = b if better == a else a
+                flips.append(f"{_label(better)} ahead of {_label(worse)}")
+    return agree, total, flips
+
+
+def shape_table(records: list[Record], builds: list[str]) -> str:
+    """For each published column: how many algorithm pairs our run orders as the articles."""
+    lines = ["| measure | build | pairs ordered as in Go | pairs that differ here |",
+             "|---|---|---|---|"]
+    for b in builds:
+        lat = _run_cells(records, "latency", b)
+        thr = _run_cells(records, "throughput", b)
+        for k, (op, st) in enumerate(LATENCY_COLUMNS):
+            ours = {r["algorithm"]: r["median"] for r in lat
+                    if r["dialect"] == "nats" and r["algorithm"] in _PUBLISHED_AS
+                    and r["workload"] == f"{op}/{st}/faithful"}
+            theirs = {a: PUBLISHED_LATENCY[g][k] for a, g in _PUBLISHED_AS.items()}
+            if len(ours) > 1:
+                agree, total, flips = _pair_agreement(ours, theirs, True)
+                lines.append(f"| {op} {st} latency | {_build_label(records, b)} | "
+                             f"{agree} of {total} | {'; '.join(flips) or '–'} |")
+        ours = {r["algorithm"]: r["median"] for r in thr
+                if r["dialect"] == "nats" and r["algorithm"] in _PUBLISHED_AS}
+        if len(ours) > 1:
+            theirs = {a: PUBLISHED_THROUGHPUT[g] for a, g in _PUBLISHED_AS.items()}
+            agree, total, flips = _pair_agreement(ours, theirs, False)
+            lines.append(f"| throughput | {_build_label(records, b)} | {agree} of {total} | "
+                         f"{'; '.join(flips) or '–'} |")
+    if len(lines) == 2:
+        return "_No latency or throughput results._"
+    lines.append("")
+    lines.append("A pair is ordered as in Go when the faster of the two is the same in both "
+                 "(LockedTrie without its cache stands for the published trie).")
+    return "\n".join(lines)
+
+
+def _json_files(root: Path, pattern: str) -> list[tuple[Path, dict]]:
+    out = []
+    for path in sorted(Path(root).rglob(pattern)):
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        if isinstance(data, dict):
+            out.append((path, data))
+    return out
+
+
+def spark_table(root: Path) -> str:
+    """The Spark routing runs found below ``root`` (``summary.json`` of ``pipeline route``)."""
+    runs = [d for _, d in _json_files(root, "summary.json") if d.get("command") == "route"]
+    if not runs:
+        return ("_No Spark routing results under the results root: run `make "
+                "pipeline-bench`._")
+    lines = [("| messages | subscriptions | matcher | impl | cores | messages/s | deliveries "
+              "| rejected | per core / in-process lookup | regex baseline: messages, speed-up, "
+              "equal |"), "|---" * 10 + "|"]
+    for d in sorted(runs, key=lambda d: (d.get("messages_in", 0), d.get("started", ""))):
+        inproc = d.get("inprocess") or {}
+        base = d.get("baseline") or {}
+        ratio = f"{inproc['per_core_ratio']:.2f}" if inproc else "–"
+        if "route_stage_per_core_ratio" in inproc:
+            ratio += f" (route stage {inproc['route_stage_per_core_ratio']:.2f})"
+        regex = (f"{base['messages']:,}, {base['speedup']:.0f}x, "
+                 f"{'yes' if base.get('equal') else 'NO'}" if base else "–")
+        lines.append(
+            f"| {d['messages_in']:,} | {d.get('subscriptions_in', 0):,} | {d.get('matcher')} | "
+            f"{d.get('impl')} | {d.get('cores')} | {d['messages_per_second']:,.0f} | "
+            f"{d['deliveries']:,} | {d['messages_rejected']:,} | {ratio} | {regex} |")
+    first = runs[0]
+    lines.append("")
+    lines.append(f"Spark {first.get('spark_version')} in local mode ({first.get('master')}), "
+                 f"Python {first.get('python')}; messages/s is the whole job after the session "
+                 f"start (read, route, write, reconcile); *per core / in-process* divides it "
+                 f"by the cores and by one thread's `lookup` rate on the driver.")
+    return "\n".join(lines)
+
+
+#: Words that mark a test figure as concurrency evidence (the paper's correctness table).
+_CONCURRENCY_FIGURES = ("lineariz", "mutant", "parked", "fault", "stress", "state machine",
+                        "threaded smoke")
+
+
+def correctness_table(root: Path) -> str:
+    """The test suite's figures (``make test`` writes ``test-figures/*.json``)."""
+    reports = _json_files(root, "test-figures/*.json")
+    if not reports:
+        return ("_No test-suite figures under the results root: run `make test` (it writes "
+                "`results/test-figures/`)._")
+    every = sorted({k for _, d in reports for k in d.get("figures", {})})
+    names = [k for k in every if any(w in k for w in _CONCURRENCY_FIGURES)]
+    heads = [f"Python {d.get('python')} (GIL {'on' if d.get('gil_enabled') else 'off'})"
+             for _, d in reports]
+    lines = ["| figure | " + " | ".join(heads) + " |", "|---" * (len(reports) + 1) + "|"]
+    for n in names:
+        lines.append(f"| {n} | " + " | ".join(
+            f"{d['figures'][n]:,}" if n in d.get("figures", {}) else "–" for _, d in reports)
+            + " |")
+    lines.append("| tests collected / failed | " + " | ".join(
+        f"{d.get('tests_collected')} / {d.get('tests_failed')}" for _, d in reports) + " |")
+    lines.append("")
+    lines.append(f"The concurrency figures of the suite; {len(every) - len(names)} more (the "
+                 f"conformance suite's per-matcher counts) are in the files. From " + "; ".join(
+        f"`{p.name}`: commit {str(d.get('git_commit'))[:10]}, {d.get('finished')}, "
+        f"settings {d.get('environment') or 'default'}" for p, d in reports) + ".")
+    return "\n".join(lines)
+
+
+def spark_facts(root: Path | None) -> dict[str, str]:
+    """The largest Spark routing run's figures: rate, per-core ratio, regex speed-up."""
+    runs = ([d for _, d in _json_files(root, "summary.json") if d.get("command") == "route"
+             and d.get("inprocess") and d.get("baseline")] if root else [])
+    if not runs:
+        return {k: "n/a" for k in ("spark_messages", "spark_messages_per_second",
+                                   "spark_per_core_ratio", "spark_regex_speedup",
+                                   "spark_regex_messages", "spark_regex_equal")}
+    d = max(runs, key=lambda d: (d["messages_in"], d.get("started", "")))
+    return {
+        "spark_messages": f"{d['messages_in']:,}",
+        "spark_messages_per_second": f"{d['messages_per_second']:,.0f}",
+        "spark_per_core_ratio": f"{d['inprocess']['per_core_ratio']:.2f}",
+        "spark_regex_speedup": f"{d['baseline']['speedup']:.0f}",
+        "spark_regex_messages": f"{d['baseline']['messages']:,}",
+        "spark_regex_equal": "equal" if d["baseline"].get("equal") else "NOT equal",
+    }
+
+
+def facts(records: list[Record], builds: list[str]) -> dict[str, str]:
+    """Single numbers the prose quotes, by name (``{{fact:name}}`` in the template)."""
+    out: dict[str, str] = {}
+    for b in builds:
+        r0 = next(x for x in records if x["build"] == b)
+        tag = "ft" if r0.get("free_threaded_build") and not r0.get("gil_enabled") else "gil"
+        rid = latest_run(records, "contention", b)
+        rs = cells(records, experiment="contention", build=b, run_id=rid)
+        for a in ("cstrie", "locked_trie", "inverted_bitmap", "attribute-read"):
+            for sharing in ("shared", "per-thread"):
+                g = contention_growth(rs, a, sharing)
+                key = f"{tag}_{a.replace('-', '_')}_{sharing.replace('-', '_')}_growth"
+                out[key] = f"{g:.2f}" if g is not None else "n/a"
+        c = cells(rs, algorithm="cstrie", workload="shared", threads=2)
+        out[f"{tag}_cstrie_shared_parallelism"] = (
+            f"{c[-1]['params']['parallelism']['median']:.2f}" if c else "n/a")
+        srid = latest_run(records, "scaling", b)
+        sc = cells(records, experiment="scaling", build=b, run_id=srid)
+        pars = [r["params"]["parallelism"]["median"] for r in sc
+                if "parallelism" in r.get("params", {}) and r["threads"] > 1]
+        out[f"{tag}_scaling_max_parallelism"] = f"{max(pars):.2f}" if pars else "n/a"
+        for a in ("cstrie", "locked_trie"):
+            r1 = next((r for r in sc if r["algorithm"] == a and r["workload"] == "90/10-true"
+                       and r["threads"] == 1), None)
+            r2 = next((r for r in sc if r["algorithm"] == a and r["workload"] == "90/10-true"
+                       and r["threads"] == 2), None)
+            out[f"{tag}_{a}_9010_2v1"] = (f"{r2['median'] / r1['median']:.2f}"
+                                          if r1 and r2 else "n/a")
+        # lock-free vs locked at the largest 1:3 round: LockedTrie time / CS-trie time
+        lrid = latest_run(records, "lockfree", b)
+        lf = cells(records, experiment="lockfree", build=b, run_id=lrid, workload="1:3")
+        top = max((r["threads"] for r in lf), default=None)
+        t = {r["algorithm"]: r["median"] for r in lf if r["threads"] == top}
+        out[f"{tag}_lockfree_13_workers"] = str(top) if top else "n/a"
+        for a in ("locked_trie", "locked_trie_nocache"):
+            out[f"{tag}_lockfree_13_{a}_over_cstrie"] = (
+                f"{t[a] / t['cstrie']:.2f}" if a in t and "cstrie" in t else "n/a")
+        # memory: plain inverted bitmap / optimized bitmap per subscription, 1,000 subs
+        mrid = latest_run(records, "memory", b)
+        mem = {r["algorithm"]: r["median"] for r in cells(
+            records, experiment="memory", build=b, run_id=mrid, workload="3-digit/digits",
+            dialect="nats", params__subscriptions=1000)}
+        out[f"{tag}_inverted_over_optimized_memory"] = (
+            f"{mem['inverted_bitmap'] / mem['optimized_bitmap']:.2f}"
+            if "inverted_bitmap" in mem and "optimized_bitmap" in mem else "n/a")
+        # the busiest moment of the runs drawn from (1-minute load average, 2 cores)
+        used = {latest_run(records, e, b) for e in
+                ("latency", "throughput", "memory", "scaling", "lockfree", "contention")}
+        loads = [r["loadavg_1m"] for r in records if r.get("run_id") in used
+                 and r.get("loadavg_1m") is not None]
+        out[f"{tag}_max_loadavg"] = f"{max(loads):.1f}" if loads else "n/a"
+        out[f"{tag}_median_loadavg"] = (f"{sorted(loads)[len(loads) // 2]:.1f}" if loads
+                                        else "n/a")
+    # the published (Go) hot lookup: CS-trie / trie
+    hot = LATENCY_COLUMNS.index(("lookup", "hot"))
+    out["go_hot_lookup_cstrie_over_trie"] = (
+        f"{PUBLISHED_LATENCY['cstrie'][hot] / PUBLISHED_LATENCY['locked_trie'][hot]:.2f}")
+    # how many algorithm pairs the hot lookup column orders as Go did
+    for b in builds:
+        r0 = next(x for x in records if x["build"] == b)
+        tag = "ft" if r0.get("free_threaded_build") and not r0.get("gil_enabled") else "gil"
+        lat = _run_cells(records, "latency", b)
+        for op, st in (("lookup", "hot"), ("lookup", "cold")):
+            k = LATENCY_COLUMNS.index((op, st))
+            ours = {r["algorithm"]: r["median"] for r in lat
+                    if r["dialect"] == "nats" and r["algorithm"] in _PUBLISHED_AS
+                    and r["workload"] == f"{op}/{st}/faithful"}
+            theirs = {a: PUBLISHED_LATENCY[g][k] for a, g in _PUBLISHED_AS.items()}
+            agree, total, _ = _pair_agreement(ours, theirs, True)
+            out[f"{tag}_shape_{op}_{st}"] = f"{agree} of {total}" if total else "n/a"
+    for row in compute(records):
+        if row.get("value") is not None:
+            r0 = next(x for x in records if x["build"] == row["build"])
+            tag = ("ft" if r0.get("free_threaded_build") and not r0.get("gil_enabled")
+                   else "gil")
+            out[f"{tag}_target_{row['target']}"] = f"{row['value']:.2f}"
+    return out
+
+
+def render(template: str, records: list[Record], root: Path | None = None) -> str:
+    """Fill every ``{{name}}`` and ``{{fact:name}}`` of ``template``; an unknown name is an
+    error. ``root`` is where the Spark summaries and the test figures are looked for."""
     builds = build_order(records)
+    known_facts = {**facts(records, builds), **spark_facts(root)}
     fills: dict[str, Callable[[], str]] = {
         "runs": lambda: runs_list(records),
         "latency_tables": lambda: "\n\n".join(
@@ -178,22 +545,40 @@ def render(template: str, records: list[Record]) -> str:
         "throughput_table": lambda: throughput_table(records, builds),
         "primitives_table": lambda: primitives_table(records, builds),
         "targets_table": lambda: to_markdown(compute(records)).rstrip(),
+        "memory_tables": lambda: "\n\n".join(
+            f"**{b}**\n\n{memory_table(records, b)}" for b in builds),
+        "scaling_tables": lambda: "\n\n".join(
+            f"**{b}, true 90/10**\n\n{scaling_table(records, b, '90/10-true')}\n\n"
+            f"**{b}, 50/50**\n\n{scaling_table(records, b, '50/50')}" for b in builds),
+        "lockfree_tables": lambda: "\n\n".join(
+            f"**{b}**\n\n{lockfree_table(records, b)}" for b in builds),
+        "contention_table": lambda: contention_table(records, builds),
+        "shape_table": lambda: shape_table(records, builds),
+        "spark_table": lambda: spark_table(root) if root else "_(no results root given)_",
+        "correctness_table": lambda: (correctness_table(root) if root
+                                      else "_(no results root given)_"),
     }
 
     def sub(m: re.Match[str]) -> str:
         name = m.group(1)
+        if name.startswith("fact:"):
+            key = name[len("fact:"):]
+            if key not in known_facts:
+                raise SystemExit(f"error: the paper template asks for {{{{{name}}}}}; known "
+                                 f"facts: {', '.join(sorted(known_facts))}")
+            return known_facts[key]
         if name not in fills:
             raise SystemExit(f"error: the paper template asks for {{{{{name}}}}}, which "
                              f"experiments.paper does not know (known: {', '.join(fills)})")
         return fills[name]()
 
-    return re.sub(r"\{\{\s*([a-z_]+)\s*\}\}", sub, template)
+    return re.sub(r"\{\{\s*((?:fact:)?[a-z0-9_]+)\s*\}\}", sub, template)
 
 
 def run_paper(source: Path, template: Path, out: Path) -> Path:
     records = load(source)
     if not records:
         raise SystemExit(f"error: --from {source}: no result records (*.jsonl) found there")
-    out.write_text(render(template.read_text(), records))
+    out.write_text(render(template.read_text(), records, source))
     return out
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["build_order", "cells", "latest_run", "load", "ok", "run_rank"]
+__all__ = ["build_order", "cells", "contention_growth", "latest_run", "load", "ok", "run_rank"]
 
 Record = dict[str, Any]
 
@@ -112,3 +112,12 @@ def one(records: Iterable[Record], pick: Callable[[list[Record]], Record] | None
     if not found:
         return None
     return pick(found) if pick else max(found, key=lambda r: r["timestamp"])
+
+
+def contention_growth(rs: list[Record], algorithm: str, sharing: str) -> float | None:
+    """CPU time per operation at 2 threads over that at 1 thread, for one sharing mode."""
+    one = cells(rs, algorithm=algorithm, workload=sharing, threads=1)
+    two = cells(rs, algorithm=algorithm, workload=sharing, threads=2)
+    if not one or not two:
+        return None
+    return two[-1]["median"] / one[-1]["median"]

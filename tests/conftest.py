@@ -2,14 +2,23 @@
 
 Tests that check many operations (state machines, threaded runs, linearizability) add their
 counts with ``figures.add(name, n)``; the totals are printed in pytest's terminal summary so
-that CI output says how much was checked, not only that it passed.
+that CI output says how much was checked, not only that it passed. With
+``CSTRIE_FIGURES_OUT=FILE`` (``make test`` sets it) the totals are also written to ``FILE`` as
+JSON, with the interpreter and the outcome, for the paper's correctness section.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import platform
+import subprocess
 import sys
+import sysconfig
 import threading
 from collections import defaultdict
+from datetime import datetime, timezone
+from pathlib import Path
 
 import pytest
 
@@ -44,3 +53,33 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: ARG0
     width = max(len(k) for k in FIGURES.counts)
     for name in sorted(FIGURES.counts):
         terminalreporter.write_line(f"{name:<{width}}  {FIGURES.counts[name]:>12,}")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Write the figures to ``$CSTRIE_FIGURES_OUT`` when that is set (see the module doc)."""
+    target = os.environ.get("CSTRIE_FIGURES_OUT")
+    if not target or not FIGURES.counts:
+        return
+    root = Path(__file__).resolve().parent.parent
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
+                                text=True, timeout=10).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        commit = None
+    report = {
+        "python": platform.python_version(),
+        "gil_enabled": getattr(sys, "_is_gil_enabled", lambda: True)(),
+        "free_threaded_build": bool(sysconfig.get_config_var("Py_GIL_DISABLED")),
+        "cpu_count": os.cpu_count(),
+        "git_commit": commit,
+        "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "tests_collected": session.testscollected,
+        "tests_failed": session.testsfailed,
+        "exit_status": int(exitstatus),
+        "environment": {k: v for k, v in os.environ.items() if k.startswith("CSTRIE_")
+                        and k != "CSTRIE_FIGURES_OUT"},
+        "figures": dict(sorted(FIGURES.counts.items())),
+    }
+    path = Path(target)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=2) + "\n")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from experiments.paper import PUBLISHED_LATENCY, render
@@ -33,3 +35,68 @@ def test_unknown_placeholder_is_an_error():
         render("{{nonsense}}", [_rec(experiment="latency", algorithm="cstrie",
                                      dialect="nats", workload="lookup/hot/faithful",
                                      median=1.0, unit="ns")])
+
+
+def _contention(alg, sharing, threads, median, build="3.13.5-ft"):
+    return _rec(experiment="contention", algorithm=alg, dialect="nats", workload=sharing,
+                threads=threads, median=median, unit="us", build=build, run_id="c1",
+                gil_enabled=False, free_threaded_build=True, python="3.13.5",
+                params={"sharing": sharing, "parallelism": {"median": 1.9}})
+
+
+def test_contention_table_and_facts_give_the_growth_from_one_to_two_threads():
+    recs = [_contention("cstrie", "shared", 1, 5.0), _contention("cstrie", "shared", 2, 12.5),
+            _contention("cstrie", "per-thread", 1, 5.0),
+            _contention("cstrie", "per-thread", 2, 5.5)]
+    out = render("{{contention_table}}\nshared {{fact:ft_cstrie_shared_growth}}, own "
+                 "{{fact:ft_cstrie_per_thread_growth}}, par "
+                 "{{fact:ft_cstrie_shared_parallelism}}", recs)
+    assert "| 5 | 12.5 | **2.50x** | 5 | 5.5 | **1.10x** |" in out
+    assert "shared 2.50, own 1.10, par 1.90" in out
+
+
+def test_unknown_fact_is_an_error():
+    with pytest.raises(SystemExit, match="no_such_fact"):
+        render("{{fact:no_such_fact}}", [_contention("cstrie", "shared", 1, 5.0)])
+
+
+def test_shape_table_counts_pairs_ordered_as_the_published_figures():
+    # Published hot lookup: CS-trie 1,637 < trie 2,278 < optimized 3,337 (ns). Here the
+    # optimized bitmap comes first: it is ahead of both, which flips two of three pairs.
+    recs = [_rec(experiment="latency", algorithm=a, dialect="nats",
+                 workload="lookup/hot/faithful", median=m, unit="ns")
+            for a, m in (("cstrie", 1000.0), ("locked_trie_nocache", 2000.0),
+                         ("optimized_bitmap", 500.0))]
+    out = render("{{shape_table}}", recs)
+    assert "| lookup hot latency | Python 3.11.7 (GIL) | 1 of 3 |" in out
+    assert "optimized bitmap ahead of CS-trie (lock-free)" in out
+    assert "optimized bitmap ahead of LockedTrie (no cache)" in out
+
+
+def test_spark_and_correctness_tables_read_their_json_files(tmp_path):
+    (tmp_path / "pipeline" / "r").mkdir(parents=True)
+    (tmp_path / "pipeline" / "r" / "summary.json").write_text(json.dumps({
+        "command": "route", "messages_in": 1000, "subscriptions_in": 10, "matcher": "cstrie",
+        "impl": "arrow", "cores": 2, "messages_per_second": 1234.5, "deliveries": 4321,
+        "messages_rejected": 3, "inprocess": {"per_core_ratio": 0.25},
+        "baseline": {"messages": 100, "speedup": 63.2, "equal": True},
+        "spark_version": "4.3.0", "master": "local[*]", "python": "3.11.7"}))
+    (tmp_path / "test-figures").mkdir()
+    (tmp_path / "test-figures" / "gil.json").write_text(json.dumps({
+        "python": "3.11.7", "gil_enabled": True, "git_commit": "abcdef0123456",
+        "tests_collected": 700, "tests_failed": 0,
+        "figures": {"linearizability histories x4 threads (gil)": 1000, "validation cases nats": 2}}))
+    recs = [_rec(experiment="latency", algorithm="cstrie", dialect="nats",
+                 workload="lookup/hot/faithful", median=1.0, unit="ns")]
+    out = render("{{spark_table}}\n{{correctness_table}}", recs, tmp_path)
+    assert "| 1,000 | 10 | cstrie | arrow | 2 | 1,234 | 4,321 | 3 | 0.25 | 100, 63x, yes |" in out
+    assert "| linearizability histories x4 threads (gil) | 1,000 |" in out
+    assert "validation cases" not in out and "1 more" in out
+    assert "| tests collected / failed | 700 / 0 |" in out
+
+
+def test_missing_spark_and_test_figures_say_how_to_make_them(tmp_path):
+    recs = [_rec(experiment="latency", algorithm="cstrie", dialect="nats",
+                 workload="lookup/hot/faithful", median=1.0, unit="ns")]
+    out = render("{{spark_table}}\n{{correctness_table}}", recs, tmp_path)
+    assert "make pipeline-bench" in out and "make test" in out
