@@ -377,7 +377,6 @@ def test_route_equals_in_process_lookup(spark, tmp_path: Path, dialect: Dialect)
     assert b["regex_deliveries"] == b["matcher_deliveries"] == len(want_deliveries)
 
 
-@pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning")
 def test_impls_and_matchers_produce_the_same_stream(spark, tmp_path: Path) -> None:
     from experiments.pipeline.route import IMPLS, route_frame
     from experiments.pipeline.sparkutil import read_parquet

@@ -11,7 +11,6 @@ import os
 import re
 import shutil
 import sys
-import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -66,10 +65,6 @@ def session(master: str = "local[*]", conf: Iterable[tuple[str, str]] = (),
     if local and "spark.pyspark.python" not in keys:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    # pyspark 4.x warns on every pandas-based call when pandas >= 3 is installed; the
-    # pipeline's default path (mapInArrow) does not use pandas at all.
-    warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas",
-                            category=FutureWarning)
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.master(master).appName(app_name)
