@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .records import Record, build_order, cells, contention_growth, latest_run, load
 from .registry import ALGORITHMS, LABELS
-from .summary import compute, to_markdown
+from .summary import TARGETS, compute, to_markdown
 
 __all__ = ["PUBLISHED_LATENCY", "PUBLISHED_THROUGHPUT", "render", "run_paper"]
 
@@ -461,7 +461,8 @@ def facts(records: list[Record], builds: list[str]) -> dict[str, str]:
         tag = "ft" if r0.get("free_threaded_build") and not r0.get("gil_enabled") else "gil"
         rid = latest_run(records, "contention", b)
         rs = cells(records, experiment="contention", build=b, run_id=rid)
-        for a in ("cstrie", "locked_trie", "inverted_bitmap", "attribute-read"):
+        for a in ("cstrie", "locked_trie", "locked_trie_nocache", "inverted_bitmap",
+                  "optimized_bitmap", "attribute-read"):
             for sharing in ("shared", "per-thread"):
                 g = contention_growth(rs, a, sharing)
                 key = f"{tag}_{a.replace('-', '_')}_{sharing.replace('-', '_')}_growth"
@@ -481,6 +482,25 @@ def facts(records: list[Record], builds: list[str]) -> dict[str, str]:
                        and r["threads"] == 2), None)
             out[f"{tag}_{a}_9010_2v1"] = (f"{r2['median'] / r1['median']:.2f}"
                                           if r1 and r2 else "n/a")
+        # how long one round of the scaling workload lasts (CS-trie, true 90/10, 1 thread)
+        r1 = next((r for r in sc if r["algorithm"] == "cstrie" and r["threads"] == 1
+                   and r["workload"] == "90/10-true"), None)
+        out[f"{tag}_scaling_round_ms"] = (f"{r1['params']['wall_s']['median'] * 1e3:.1f}"
+                                          if r1 else "n/a")
+        ops = {r["params"].get("ops_per_worker") for r in rs if "ops_per_worker" in r["params"]}
+        out[f"{tag}_contention_ops"] = f"{ops.pop():,}" if len(ops) == 1 else "n/a"
+        for a in ("cstrie", "locked_trie", "locked_trie_nocache", "optimized_bitmap"):
+            c2 = cells(rs, algorithm=a, workload="shared", threads=2)
+            out[f"{tag}_{a}_shared_cpu_us"] = f"{c2[-1]['median']:.3g}" if c2 else "n/a"
+        # 50/50: CPU per operation of the CS-trie at 1 thread and at the most threads
+        fifty = sorted((r for r in sc if r["algorithm"] == "cstrie"
+                        and r["workload"] == "50/50" and "cpu_per_op_us" in r["params"]),
+                       key=lambda r: r["threads"])
+        out[f"{tag}_cstrie_5050_cpu_first"] = (
+            f"{fifty[0]['params']['cpu_per_op_us']['median']:.3g}" if fifty else "n/a")
+        out[f"{tag}_cstrie_5050_cpu_last"] = (
+            f"{fifty[-1]['params']['cpu_per_op_us']['median']:.3g}" if fifty else "n/a")
+        out[f"{tag}_cstrie_5050_threads_last"] = str(fifty[-1]["threads"]) if fifty else "n/a"
         # lock-free vs locked at the largest 1:3 round: LockedTrie time / CS-trie time
         lrid = latest_run(records, "lockfree", b)
         lf = cells(records, experiment="lockfree", build=b, run_id=lrid, workload="1:3")
@@ -515,7 +535,7 @@ def facts(records: list[Record], builds: list[str]) -> dict[str, str]:
         r0 = next(x for x in records if x["build"] == b)
         tag = "ft" if r0.get("free_threaded_build") and not r0.get("gil_enabled") else "gil"
         lat = _run_cells(records, "latency", b)
-        for op, st in (("lookup", "hot"), ("lookup", "cold")):
+        for op, st in LATENCY_COLUMNS:
             k = LATENCY_COLUMNS.index((op, st))
             ours = {r["algorithm"]: r["median"] for r in lat
                     if r["dialect"] == "nats" and r["algorithm"] in _PUBLISHED_AS
@@ -529,6 +549,15 @@ def facts(records: list[Record], builds: list[str]) -> dict[str, str]:
             tag = ("ft" if r0.get("free_threaded_build") and not r0.get("gil_enabled")
                    else "gil")
             out[f"{tag}_target_{row['target']}"] = f"{row['value']:.2f}"
+    # A build without results still answers every fact the other build has, with "n/a",
+    # so that a paper drawn from one build renders (and says what is missing).
+    for t in TARGETS:
+        for tag in ("gil", "ft"):
+            out.setdefault(f"{tag}_target_{t.key}", "n/a")
+    for key in list(out):
+        for mine, other in (("gil_", "ft_"), ("ft_", "gil_")):
+            if key.startswith(mine):
+                out.setdefault(other + key[len(mine):], "n/a")
     return out
 
 
