@@ -327,7 +327,8 @@ def _pair_agreement(ours: dict[str, float], theirs: dict[str, float],
             else:
                 better = a if (ours[a] < ours[b]) == lower_is_better else b
                 worse = b if better == a else a
-                flips.append(f"{_label(better)} ahead of {_label(worse)}")
+                gap = max(ours[a], ours[b]) / min(ours[a], ours[b]) - 1
+                flips.append(f"{_label(better)} ahead of {_label(worse)} (by {gap:.0%})")
     return agree, total, flips
 
 
@@ -358,7 +359,8 @@ def shape_table(records: list[Record], builds: list[str]) -> str:
         return "_No latency or throughput results._"
     lines.append("")
     lines.append("A pair is ordered as in Go when the faster of the two is the same in both "
-                 "(LockedTrie without its cache stands for the published trie).")
+                 "(LockedTrie without its cache stands for the published trie); a flipped "
+                 "pair shows by how much the faster one leads here.")
     return "\n".join(lines)
 
 
@@ -396,11 +398,13 @@ def spark_table(root: Path) -> str:
             f"{d.get('impl')} | {d.get('cores')} | {d['messages_per_second']:,.0f} | "
             f"{d['deliveries']:,} | {d['messages_rejected']:,} | {ratio} | {regex} |")
     first = runs[0]
+    commits = sorted({str(d.get("git_commit"))[:10] for d in runs})
     lines.append("")
-    lines.append(f"Spark {first.get('spark_version')} in local mode ({first.get('master')}), "
-                 f"Python {first.get('python')}; messages/s is the whole job after the session "
-                 f"start (read, route, write, reconcile); *per core / in-process* divides it "
-                 f"by the cores and by one thread's `lookup` rate on the driver.")
+    lines.append(f"Spark {first.get('spark_version')} ({first.get('master')}), "
+                 f"Python {first.get('python')}, commit {', '.join(commits)}; messages/s is "
+                 f"the whole job after the session start (read, route, write, reconcile); "
+                 f"*per core / in-process* divides it by the cores and by one thread's "
+                 f"`lookup` rate on the driver.")
     return "\n".join(lines)
 
 
@@ -411,7 +415,9 @@ _CONCURRENCY_FIGURES = ("lineariz", "mutant", "parked", "fault", "stress", "stat
 
 def correctness_table(root: Path) -> str:
     """The test suite's figures (``make test`` writes ``test-figures/*.json``)."""
-    reports = _json_files(root, "test-figures/*.json")
+    # GIL build first, as everywhere else in the paper.
+    reports = sorted(_json_files(root, "test-figures/*.json"),
+                     key=lambda pd: (not pd[1].get("gil_enabled", True), pd[0].name))
     if not reports:
         return ("_No test-suite figures under the results root: run `make test` (it writes "
                 "`results/test-figures/`)._")
@@ -501,6 +507,13 @@ def facts(records: list[Record], builds: list[str]) -> dict[str, str]:
         out[f"{tag}_cstrie_5050_cpu_last"] = (
             f"{fifty[-1]['params']['cpu_per_op_us']['median']:.3g}" if fifty else "n/a")
         out[f"{tag}_cstrie_5050_threads_last"] = str(fifty[-1]["threads"]) if fifty else "n/a"
+        # primitive costs (ns per operation, loop overhead included)
+        prid = latest_run(records, "primitives", b)
+        prim = {r["algorithm"]: r["median"] for r in cells(
+            records, experiment="primitives", build=b, run_id=prid)}
+        for name in ("atomicref_get", "atomicref_cas_success", "lock_acquire_release",
+                     "rwlock_read", "rwlock_write", "atomics_load", "atomics_cas"):
+            out[f"{tag}_ns_{name}"] = f"{prim[name]:,.0f}" if name in prim else "n/a"
         # lock-free vs locked at the largest 1:3 round: LockedTrie time / CS-trie time
         lrid = latest_run(records, "lockfree", b)
         lf = cells(records, experiment="lockfree", build=b, run_id=lrid, workload="1:3")
@@ -518,10 +531,13 @@ def facts(records: list[Record], builds: list[str]) -> dict[str, str]:
         out[f"{tag}_inverted_over_optimized_memory"] = (
             f"{mem['inverted_bitmap'] / mem['optimized_bitmap']:.2f}"
             if "inverted_bitmap" in mem and "optimized_bitmap" in mem else "n/a")
-        # the busiest moment of the runs drawn from (1-minute load average, 2 cores)
-        used = {latest_run(records, e, b) for e in
-                ("latency", "throughput", "memory", "scaling", "lockfree", "contention")}
-        loads = [r["loadavg_1m"] for r in records if r.get("run_id") in used
+        # Background load while the single-thread experiments ran (1-minute load average,
+        # 2 cores); the concurrent experiments' own threads count in theirs, so they are
+        # left out here.
+        single = ("latency", "throughput", "memory", "primitives")
+        used = {(e, latest_run(records, e, b)) for e in single}
+        loads = [r["loadavg_1m"] for r in records
+                 if (r["experiment"], r.get("run_id")) in used
                  and r.get("loadavg_1m") is not None]
         out[f"{tag}_max_loadavg"] = f"{max(loads):.1f}" if loads else "n/a"
         out[f"{tag}_median_loadavg"] = (f"{sorted(loads)[len(loads) // 2]:.1f}" if loads
