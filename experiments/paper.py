@@ -459,12 +459,17 @@ def spark_facts(root: Path | None) -> dict[str, str]:
     }
 
 
+def _tag(records: list[Record], build: str) -> str:
+    """A fact's build prefix: ``ft`` for a free-threaded build with the GIL off, else ``gil``."""
+    r = next(x for x in records if x["build"] == build)
+    return "ft" if r.get("free_threaded_build") and not r.get("gil_enabled") else "gil"
+
+
 def facts(records: list[Record], builds: list[str]) -> dict[str, str]:
     """Single numbers the prose quotes, by name (``{{fact:name}}`` in the template)."""
     out: dict[str, str] = {}
     for b in builds:
-        r0 = next(x for x in records if x["build"] == b)
-        tag = "ft" if r0.get("free_threaded_build") and not r0.get("gil_enabled") else "gil"
+        tag = _tag(records, b)
         rid = latest_run(records, "contention", b)
         rs = cells(records, experiment="contention", build=b, run_id=rid)
         for a in ("cstrie", "locked_trie", "locked_trie_nocache", "inverted_bitmap",
@@ -548,8 +553,7 @@ def facts(records: list[Record], builds: list[str]) -> dict[str, str]:
         f"{PUBLISHED_LATENCY['cstrie'][hot] / PUBLISHED_LATENCY['locked_trie'][hot]:.2f}")
     # how many algorithm pairs the hot lookup column orders as Go did
     for b in builds:
-        r0 = next(x for x in records if x["build"] == b)
-        tag = "ft" if r0.get("free_threaded_build") and not r0.get("gil_enabled") else "gil"
+        tag = _tag(records, b)
         lat = _run_cells(records, "latency", b)
         for op, st in LATENCY_COLUMNS:
             k = LATENCY_COLUMNS.index((op, st))
@@ -561,9 +565,7 @@ def facts(records: list[Record], builds: list[str]) -> dict[str, str]:
             out[f"{tag}_shape_{op}_{st}"] = f"{agree} of {total}" if total else "n/a"
     for row in compute(records):
         if row.get("value") is not None:
-            r0 = next(x for x in records if x["build"] == row["build"])
-            tag = ("ft" if r0.get("free_threaded_build") and not r0.get("gil_enabled")
-                   else "gil")
+            tag = _tag(records, row["build"])
             out[f"{tag}_target_{row['target']}"] = f"{row['value']:.2f}"
     # A build without results still answers every fact the other build has, with "n/a",
     # so that a paper drawn from one build renders (and says what is missing).
