@@ -128,6 +128,13 @@ def _measure_options(p: argparse.ArgumentParser, latency_like: bool) -> None:
                             "fallback in this process (default: auto = pyperf if importable)")
 
 
+def _source_option(p: argparse.ArgumentParser) -> None:
+    """``--from DIR``: the results root a reading command (charts, summary, paper) reads."""
+    p.add_argument("--from", dest="source", type=_existing_dir,
+                   default=default_results_root(), metavar="DIR",
+                   help=f"results root to read (default: {default_results_root()})")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``python -m experiments`` parser."""
     parser = argparse.ArgumentParser(
@@ -144,9 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("charts", help="draw the figures from result files only",
                        description="Draw every figure (PNG and SVG) from the records below "
                                    "--from; GIL and free-threaded builds side by side.")
-    p.add_argument("--from", dest="source", type=_existing_dir,
-                   default=default_results_root(), metavar="DIR",
-                   help=f"results root to read (default: {default_results_root()})")
+    _source_option(p)
     p.add_argument("--out", type=_out_dir, default=default_figures_dir(), metavar="DIR",
                    help=f"where figures go (default: {default_figures_dir()})")
     p.add_argument("--formats", type=_choices_list(("png", "svg", "pdf")),
@@ -156,15 +161,11 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Print the target ratios (met/missed and by how much), "
                                    "each from cells of one run, and write the table as "
                                    "JSON and Markdown into --from.")
-    p.add_argument("--from", dest="source", type=_existing_dir,
-                   default=default_results_root(), metavar="DIR",
-                   help=f"results root to read (default: {default_results_root()})")
+    _source_option(p)
     p_paper = sub.add_parser("paper", help="fill paper/paper.template.md from result files",
                              description="Write paper/paper.md: the template with every "
                                          "table filled from the result files under --from.")
-    p_paper.add_argument("--from", dest="source", type=_existing_dir,
-                         default=default_results_root(), metavar="DIR",
-                         help=f"results root to read (default: {default_results_root()})")
+    _source_option(p_paper)
     p_paper.add_argument("--template", type=Path,
                          default=PROJECT_ROOT / "paper" / "paper.template.md", metavar="FILE",
                          help="the template (default: paper/paper.template.md)")

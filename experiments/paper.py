@@ -13,6 +13,7 @@ import json
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from .records import Record, build_order, cells, contention_growth, latest_run, load
 from .registry import ALGORITHMS, LABELS
@@ -66,9 +67,13 @@ def _cell(value: float | None, ref: float | None) -> str:
     return _num(value)
 
 
-def _run_cells(records: list[Record], experiment: str, build: str) -> list[Record]:
+def _run_cells(records: list[Record], experiment: str, build: str, **match: Any
+               ) -> list[Record]:
+    """Measured cells of ``experiment`` on ``build`` from the run the paper draws it from
+    (:func:`latest_run`), narrowed by ``match`` as in :func:`cells`."""
     rid = latest_run(records, experiment, build)
-    return cells(records, experiment=experiment, build=build, run_id=rid) if rid else []
+    return (cells(records, experiment=experiment, build=build, run_id=rid, **match)
+            if rid else [])
 
 
 def latency_table(records: list[Record], build: str) -> str:
@@ -225,8 +230,7 @@ def memory_table(records: list[Record], build: str) -> str:
 def scaling_table(records: list[Record], build: str, workload: str) -> str:
     """Operations per second per thread count, with the speed-up over one thread, and the
     CPU time per operation with the parallelism obtained (CPU time / wall time)."""
-    rid = latest_run(records, "scaling", build)
-    recs = cells(records, experiment="scaling", build=build, run_id=rid, workload=workload)
+    recs = _run_cells(records, "scaling", build, workload=workload)
     if not recs:
         return f"_No scaling results for {build}._"
     threads = sorted({r["threads"] for r in recs})
@@ -254,14 +258,13 @@ def scaling_table(records: list[Record], build: str, workload: str) -> str:
     lines.append("")
     lines.append(f"Operations per second, median over rounds (speed-up over 1 thread); below "
                  f"it the median CPU time per operation and the parallelism (CPU time / wall "
-                 f"time); run `{rid}`.")
+                 f"time); run `{recs[0]['run_id']}`.")
     return "\n".join(lines)
 
 
 def lockfree_table(records: list[Record], build: str) -> str:
     """Milliseconds per insert:lookup round, with the ratio to the CS-trie's."""
-    rid = latest_run(records, "lockfree", build)
-    recs = cells(records, experiment="lockfree", build=build, run_id=rid)
+    recs = _run_cells(records, "lockfree", build)
     if not recs:
         return f"_No lock-free results for {build}._"
     cols = sorted({(r["workload"], r["threads"]) for r in recs})
@@ -274,7 +277,7 @@ def lockfree_table(records: list[Record], build: str) -> str:
             _cell(by.get((a, w, n)), by.get((REFERENCE, w, n))) for w, n in cols) + " |")
     lines.append("")
     lines.append(f"Milliseconds per round (lower is better; ratio to the CS-trie); columns "
-                 f"are insert:lookup ratio x workers; run `{rid}`.")
+                 f"are insert:lookup ratio x workers; run `{recs[0]['run_id']}`.")
     return "\n".join(lines)
 
 
@@ -284,8 +287,7 @@ def contention_table(records: list[Record], builds: list[str]) -> str:
               "per-thread 1 thr | per-thread 2 thr | growth |"), "|---" * 8 + "|"]
     any_rows = False
     for b in builds:
-        rid = latest_run(records, "contention", b)
-        rs = cells(records, experiment="contention", build=b, run_id=rid)
+        rs = _run_cells(records, "contention", b)
         for a in [*ALGORITHMS, "attribute-read"]:
             row = []
             for sharing in ("shared", "per-thread"):
@@ -470,8 +472,7 @@ def facts(records: list[Record], builds: list[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for b in builds:
         tag = _tag(records, b)
-        rid = latest_run(records, "contention", b)
-        rs = cells(records, experiment="contention", build=b, run_id=rid)
+        rs = _run_cells(records, "contention", b)
         for a in ("cstrie", "locked_trie", "locked_trie_nocache", "inverted_bitmap",
                   "optimized_bitmap", "attribute-read"):
             for sharing in ("shared", "per-thread"):
@@ -481,8 +482,7 @@ def facts(records: list[Record], builds: list[str]) -> dict[str, str]:
         c = cells(rs, algorithm="cstrie", workload="shared", threads=2)
         out[f"{tag}_cstrie_shared_parallelism"] = (
             f"{c[-1]['params']['parallelism']['median']:.2f}" if c else "n/a")
-        srid = latest_run(records, "scaling", b)
-        sc = cells(records, experiment="scaling", build=b, run_id=srid)
+        sc = _run_cells(records, "scaling", b)
         pars = [r["params"]["parallelism"]["median"] for r in sc
                 if "parallelism" in r.get("params", {}) and r["threads"] > 1]
         out[f"{tag}_scaling_max_parallelism"] = f"{max(pars):.2f}" if pars else "n/a"
@@ -513,15 +513,12 @@ def facts(records: list[Record], builds: list[str]) -> dict[str, str]:
             f"{fifty[-1]['params']['cpu_per_op_us']['median']:.3g}" if fifty else "n/a")
         out[f"{tag}_cstrie_5050_threads_last"] = str(fifty[-1]["threads"]) if fifty else "n/a"
         # primitive costs (ns per operation, loop overhead included)
-        prid = latest_run(records, "primitives", b)
-        prim = {r["algorithm"]: r["median"] for r in cells(
-            records, experiment="primitives", build=b, run_id=prid)}
+        prim = {r["algorithm"]: r["median"] for r in _run_cells(records, "primitives", b)}
         for name in ("atomicref_get", "atomicref_cas_success", "lock_acquire_release",
                      "rwlock_read", "rwlock_write", "atomics_load", "atomics_cas"):
             out[f"{tag}_ns_{name}"] = f"{prim[name]:,.0f}" if name in prim else "n/a"
         # lock-free vs locked at the largest 1:3 round: LockedTrie time / CS-trie time
-        lrid = latest_run(records, "lockfree", b)
-        lf = cells(records, experiment="lockfree", build=b, run_id=lrid, workload="1:3")
+        lf = _run_cells(records, "lockfree", b, workload="1:3")
         top = max((r["threads"] for r in lf), default=None)
         t = {r["algorithm"]: r["median"] for r in lf if r["threads"] == top}
         out[f"{tag}_lockfree_13_workers"] = str(top) if top else "n/a"
@@ -529,10 +526,9 @@ def facts(records: list[Record], builds: list[str]) -> dict[str, str]:
             out[f"{tag}_lockfree_13_{a}_over_cstrie"] = (
                 f"{t[a] / t['cstrie']:.2f}" if a in t and "cstrie" in t else "n/a")
         # memory: plain inverted bitmap / optimized bitmap per subscription, 1,000 subs
-        mrid = latest_run(records, "memory", b)
-        mem = {r["algorithm"]: r["median"] for r in cells(
-            records, experiment="memory", build=b, run_id=mrid, workload="3-digit/digits",
-            dialect="nats", params__subscriptions=1000)}
+        mem = {r["algorithm"]: r["median"] for r in _run_cells(
+            records, "memory", b, workload="3-digit/digits", dialect="nats",
+            params__subscriptions=1000)}
         out[f"{tag}_inverted_over_optimized_memory"] = (
             f"{mem['inverted_bitmap'] / mem['optimized_bitmap']:.2f}"
             if "inverted_bitmap" in mem and "optimized_bitmap" in mem else "n/a")
