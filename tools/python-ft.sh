@@ -6,17 +6,24 @@
 #   1. $PYTHON_FT (must be free-threaded >= 3.13, else this fails: no silent fallback);
 #   2. python3.14t, python3.13t on PATH;
 #   3. a previous build in $CACHE (${XDG_CACHE_HOME:-$HOME/.cache}/cstrie/python-ft);
-#   4. a build from source: Debian trixie's source package python3.13 (upstream 3.13.x),
-#      fetched with apt-get through a private sources list in a temporary directory (the
+#   4. a build from source of the newest CPython 3.13 whose Debian source this machine can
+#      fetch: every version of the source package python3.13 that Debian sid lists, newest
+#      first (sid may list a version whose files are not served yet: 3.13.18 was, on
+#      2026-11-23, while 3.13.15 downloaded), then trixie's (3.13.5) with a warning. The
+#      source comes through apt-get with a private sources list in a temporary directory (the
 #      system's apt configuration is never changed; the archive URI is read from it), then
 #      ./configure --disable-gil --prefix=$CACHE && make && make install.
-# Build logs stay in $CACHE/logs; the build tree is removed after a successful install.
-# `make clean` leaves $CACHE alone; remove it by hand to force a rebuild.
+# Why the newest: 3.13 point releases fix free-threading bugs, and the study records the exact
+# version with every result (a rerun on 3.14t or later only needs PYTHON_FT).
+# Build logs stay in $CACHE/logs; the build tree is removed after a successful install;
+# $CACHE/.complete names the source it was built from. `make clean` leaves $CACHE alone;
+# remove it by hand to force a rebuild (for example to leave a fallback build behind).
 set -euo pipefail
 
 CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/cstrie/python-ft"
 LOGS="$CACHE/logs"
-DEB_SUITE=trixie
+# Suites tried in order; the first one is the wanted one, the others are fallbacks.
+DEB_SUITES="${CSTRIE_FT_SUITES:-sid trixie}"
 DEB_SOURCE=python3.13
 KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
 # Modules pip needs (zlib: wheels; ssl: https indexes) and the -dev packages they build from.
@@ -78,12 +85,13 @@ for name in python3.14t python3.13t; do
     fi
 done
 if [ -f "$CACHE/.complete" ] && py=$(installed_in "$CACHE") && is_ft "$py"; then
-    found "$py" "cached build in $CACHE"
+    from=$(head -n 1 "$CACHE/.complete" 2>/dev/null || true)
+    found "$py" "cached build in $CACHE${from:+, from $from}"
 fi
 
 # --- 4: build one -------------------------------------------------------------------------
 say "== python-ft: no free-threaded CPython found (\$PYTHON_FT, python3.14t/python3.13t on PATH, $CACHE);"
-say "   building $DEB_SOURCE from Debian $DEB_SUITE's sources into $CACHE (several minutes)."
+say "   building the newest $DEB_SOURCE that Debian ($DEB_SUITES) serves into $CACHE (several minutes)."
 mkdir -p "$CACHE" "$LOGS"
 # One build at a time: a second `make venv-ft` waits for the first, then uses its result.
 exec 9>"$CACHE/.lock"
@@ -164,7 +172,8 @@ if [ -r "$KEYRING" ]; then
 else
     die "keyring $KEYRING not found: cannot verify the Debian archive. Install it with: apt-get install debian-archive-keyring"
 fi
-printf 'deb-src %s %s %s main\n' "$SRC_OPTS" "$URI" "$DEB_SUITE" >"$APT_TMP/sources.list"
+# One suite at a time: a private sources list, its index, and its versions of the source
+# package, newest first; the first whose files download wins.
 APT_OPTS=(
     -o "Dir::Etc::sourcelist=$APT_TMP/sources.list"
     -o "Dir::Etc::sourceparts=-"
@@ -178,21 +187,42 @@ APT_OPTS=(
 # As root, apt drops to user _apt for downloads, which cannot write into a private 0700 dir.
 [ "$(id -u)" = 0 ] && APT_OPTS+=(-o "APT::Sandbox::User=root")
 
-say "== step 2/6: apt-get update with a private sources list ($(cat "$APT_TMP/sources.list"))"
-if ! apt-get "${APT_OPTS[@]}" update >"$LOGS/apt-update.log" 2>&1 \
-   || grep -q -E '^(E:|W: Failed to fetch|Err:)' "$LOGS/apt-update.log"; then
-    die_log 2 "$LOGS/apt-update.log" "apt-get update of $URI $DEB_SUITE failed (no network to the archive, or a proxy/mirror problem)."
-fi
-
 SRC="$CACHE/src"
 mkdir -p "$SRC"
-say "== step 3/6: apt-get source --download-only $DEB_SOURCE (into $SRC)"
-if ! (cd "$SRC" && apt-get "${APT_OPTS[@]}" source --download-only "$DEB_SOURCE") >"$LOGS/apt-source.log" 2>&1; then
-    die_log 3 "$LOGS/apt-source.log" "apt-get source $DEB_SOURCE from $DEB_SUITE failed (no network to the archive, or the package is gone from $DEB_SUITE)."
+ORIG=""
+FROM=""
+first_suite=${DEB_SUITES%% *}
+for suite in $DEB_SUITES; do
+    rm -rf "$APT_TMP/lists" "$APT_TMP/cache"
+    mkdir -p "$APT_TMP/lists/partial" "$APT_TMP/cache/archives/partial"
+    printf 'deb-src %s %s %s main\n' "$SRC_OPTS" "$URI" "$suite" >"$APT_TMP/sources.list"
+    say "== step 2/6: apt-get update with a private sources list ($(cat "$APT_TMP/sources.list"))"
+    if ! apt-get "${APT_OPTS[@]}" update >"$LOGS/apt-update-$suite.log" 2>&1 \
+       || grep -q -E '^(E:|W: Failed to fetch|Err:)' "$LOGS/apt-update-$suite.log"; then
+        say "   apt-get update of $URI $suite failed (log: $LOGS/apt-update-$suite.log)"
+        continue
+    fi
+    versions=$(apt-cache "${APT_OPTS[@]}" showsrc "$DEB_SOURCE" 2>/dev/null \
+               | sed -n 's/^Version: //p' | sort -u -r -V)
+    [ -n "$versions" ] || { say "   $suite lists no $DEB_SOURCE"; continue; }
+    say "   $suite lists $DEB_SOURCE $(echo $versions | sed 's/ /, /g')"
+    for v in $versions; do
+        say "== step 3/6: apt-get source --download-only $DEB_SOURCE=$v from $suite (into $SRC)"
+        rm -f "$SRC"/*
+        if (cd "$SRC" && apt-get "${APT_OPTS[@]}" source --download-only "$DEB_SOURCE=$v") \
+                >"$LOGS/apt-source.log" 2>&1; then
+            ORIG=$(ls -t "$SRC"/"${DEB_SOURCE}"_*.orig.tar.xz 2>/dev/null | head -n 1 || true)
+            [ -n "$ORIG" ] && { FROM="Debian $suite $DEB_SOURCE $v"; break 2; }
+        fi
+        say "   $DEB_SOURCE $v is listed but its files did not download ($(grep -m1 -o -E '[0-9]{3} +[A-Za-z ]+' "$LOGS/apt-source.log" || echo 'see the log'))"
+    done
+done
+[ -n "$ORIG" ] || die_log 3 "$LOGS/apt-source.log" "no version of $DEB_SOURCE could be fetched from Debian ($DEB_SUITES): no network to the archive, or a proxy/mirror problem."
+if [ "${suite}" != "$first_suite" ]; then
+    say "!! python-ft: WARNING: nothing newer could be fetched from $first_suite; falling back to $FROM."
+    say "   Free-threading fixes of later 3.13 releases are missing from it; results record the exact version."
 fi
-ORIG=$(ls -t "$SRC"/"${DEB_SOURCE}"_*.orig.tar.xz 2>/dev/null | head -n 1 || true)
-[ -n "$ORIG" ] || die_log 3 "$LOGS/apt-source.log" "apt-get source finished but no ${DEB_SOURCE}_*.orig.tar.xz is in $SRC."
-say "   got $(basename "$ORIG")"
+say "   got $(basename "$ORIG") ($FROM)"
 
 say "== step 4/6: unpacking and ./configure --disable-gil --prefix=$CACHE"
 rm -rf "$BUILD"
@@ -234,5 +264,5 @@ EOF
 )
 [ -z "$missing_mods" ] || say "   note: stdlib modules unavailable in this build (their -dev packages were missing): $missing_mods"
 rm -rf "$BUILD"
-touch "$CACHE/.complete"
-found "$py" "built from $(basename "$ORIG")"
+printf '%s\n' "$FROM" >"$CACHE/.complete"
+found "$py" "built from $FROM"
