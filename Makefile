@@ -15,7 +15,7 @@ VPY_FT    := $(VENV_FT)/bin/python
 EXTRAS_FT := test,bench
 # The layers that run real threads; the linearizability run uses more threads here.
 TESTS_FT  := tests/test_linearizability.py tests/test_faults.py tests/test_stress.py \
-             tests/test_threaded_smoke.py tests/test_free_threaded.py
+             tests/test_threaded_smoke.py tests/test_free_threaded.py tests/test_hot_paths.py
 ENV_FT    := CSTRIE_LIN_HISTORIES=300 CSTRIE_LIN_THREADS=8
 
 # Prints "<path>: <version> GIL|free-threaded" for the interpreter it runs in.
@@ -41,6 +41,8 @@ $(VENV_FT)/.installed: pyproject.toml tools/constraints-ft.txt
 	echo "== setting up $(VENV_FT) with $$py ($$($$py --version)) and extras [$(EXTRAS_FT)]" && \
 	if test -x $(VPY_FT) && ! $(VPY_FT) -c 'import sys, sysconfig; sys.exit(not sysconfig.get_config_var("Py_GIL_DISABLED"))' 2>/dev/null; then \
 		echo "== $(VPY_FT) is not free-threaded: recreating $(VENV_FT)"; rm -rf $(VENV_FT); fi && \
+	if test -x $(VPY_FT) && test "$$($(VPY_FT) -VV 2>&1)" != "$$($$py -VV 2>&1)"; then \
+		echo "== $(VPY_FT) is $$($(VPY_FT) -V 2>&1), not $$($$py -V 2>&1): recreating $(VENV_FT)"; rm -rf $(VENV_FT); fi && \
 	{ test -x $(VPY_FT) || $$py -m venv $(VENV_FT); }
 	@PATH="$(CURDIR)/$(VENV_FT)/bin:$$PATH" $(VPY_FT) -m pip install --quiet --disable-pip-version-check \
 		-c tools/constraints-ft.txt -e ".[$(EXTRAS_FT)]"
