@@ -158,7 +158,8 @@ class InvertedBitmapMatcher:
             return (pattern,) if pattern in self._bitmaps else ()
         by_length = self._by_length
         if compiled.max_words is not None:
-            groups = [by_length.get(compiled.min_words, ())]
+            k = compiled.min_words
+            groups = [by_length[k] if k in by_length else ()]  # not dict.get: see ctrie/_ftdict.py
         else:
             lo = compiled.min_words
             groups = [g for n, g in by_length.items() if n >= lo]
@@ -171,10 +172,15 @@ class InvertedBitmapMatcher:
         require_hashable(subscriber)
         # An unlocked read is only a hint (dict reads are safe without the GIL too); the
         # decision is taken again under the lock.
-        hint = self._entries.get(pattern)
+        entries = self._entries
+        try:  # the key may go between the test and the read: then there is no hint
+            hint = entries[pattern] if pattern in entries else None  # not dict.get: see ctrie/_ftdict.py
+        except KeyError:
+            hint = None
         topics = hint[0] if hint is not None else self._topics_matching(pattern, words)
         with self._lock:
-            entry = self._entries.get(pattern)
+            entries = self._entries
+            entry = entries[pattern] if pattern in entries else None  # not dict.get: see ctrie/_ftdict.py
             if entry is not None:
                 topics = entry[0]
                 if subscriber in entry[1]:
@@ -195,7 +201,8 @@ class InvertedBitmapMatcher:
         self._check_pattern(pattern)
         require_hashable(subscriber)
         with self._lock:
-            entry = self._entries.get(pattern)
+            entries = self._entries
+            entry = entries[pattern] if pattern in entries else None  # not dict.get: see ctrie/_ftdict.py
             if entry is None or subscriber not in entry[1]:
                 return False
             topics, numbers = entry
@@ -214,7 +221,8 @@ class InvertedBitmapMatcher:
         """Subscribers of every pattern matching ``topic``; ``frozenset()`` outside the space."""
         self._check_topic(topic)
         with self._lock:
-            bitmap = self._bitmaps.get(topic)
+            bitmaps = self._bitmaps
+            bitmap = bitmaps[topic] if topic in bitmaps else 0  # not dict.get: see ctrie/_ftdict.py
             if not bitmap:
                 return _EMPTY
             return subscribers_of(bitmap, self._owner)

@@ -279,8 +279,10 @@ class LockedTrie:
             i = 0
             while i < n and level is not None:
                 w = words[i]
-                child = (
-                    level.pwc if w == single else level.fwc if w == multi else level.nodes.get(w)
+                nodes = level.nodes
+                child = (  # not dict.get: see ctrie/_ftdict.py
+                    level.pwc if w == single else level.fwc if w == multi
+                    else nodes[w] if w in nodes else None
                 )
                 if child is None:
                     break
@@ -325,8 +327,10 @@ class LockedTrie:
             for w in words:
                 if level is None:
                     return False
-                child = (
-                    level.pwc if w == single else level.fwc if w == multi else level.nodes.get(w)
+                nodes = level.nodes
+                child = (  # not dict.get: see ctrie/_ftdict.py
+                    level.pwc if w == single else level.fwc if w == multi
+                    else nodes[w] if w in nodes else None
                 )
                 if child is None:
                     return False
@@ -345,7 +349,7 @@ class LockedTrie:
                 groups = node.qsubs
                 if groups is None:
                     return False
-                members = groups.get(queue)
+                members = groups[queue] if queue in groups else None  # not dict.get: see ctrie/_ftdict.py
                 if members is None or subscriber not in members:
                     return False
                 if len(members) > 1:
@@ -386,7 +390,7 @@ class LockedTrie:
         if cache is not None:
             lock.acquire()
             try:
-                entry = cache.get(topic)
+                entry = cache[topic] if topic in cache else None  # not dict.get: see ctrie/_ftdict.py
                 if entry is not None and entry[0] == self._gen:
                     self._hits += 1
                     return entry[1]
@@ -411,7 +415,7 @@ class LockedTrie:
         if cache is not None:
             lock.acquire()
             try:
-                entry = cache.get(topic)
+                entry = cache[topic] if topic in cache else None  # not dict.get: see ctrie/_ftdict.py
                 if entry is not None and entry[0] == self._gen:
                     self._hits += 1
                     return entry[2]
@@ -601,7 +605,7 @@ def _add_to_node(node: Node, subscriber: Hashable, queue: str | None) -> bool:
         if groups is None:
             node.qsubs = {queue: {subscriber}}
             return True
-        members = groups.get(queue)
+        members = groups[queue] if queue in groups else None  # not dict.get: see ctrie/_ftdict.py
         if members is None:
             groups[queue] = {subscriber}
             return True
@@ -635,7 +639,8 @@ def _walk_terminal(zero_ok: bool, dollar_rule: bool, root: Level, words: list[st
     try:
         if dollar_rule and words[0][:1] == "$":
             # Only a literal first level can match: step over it, then descend.
-            node = root.nodes.get(words[0])
+            w, nodes = words[0], root.nodes
+            node = nodes[w] if w in nodes else None  # not dict.get: see ctrie/_ftdict.py
             if node is not None:
                 below = node.next
                 if n == 1:
@@ -664,7 +669,8 @@ def _descend(
         if fwc is not None:
             hits.append(fwc)  # at least one word is left for it
         pwc = level.pwc
-        node = level.nodes.get(words[i])
+        w, nodes = words[i], level.nodes
+        node = nodes[w] if w in nodes else None  # not dict.get: see ctrie/_ftdict.py
         i += 1
         if i == n:
             if pwc is not None:
@@ -702,7 +708,8 @@ def _walk_terminal_iterative(
     n = len(words)
     hits: list[Node] = []
     if dollar_rule and words[0][:1] == "$":
-        node = root.nodes.get(words[0])
+        w, nodes = words[0], root.nodes
+        node = nodes[w] if w in nodes else None  # not dict.get: see ctrie/_ftdict.py
         if node is None:
             return hits
         if n == 1:
@@ -731,7 +738,8 @@ def _walk_terminal_iterative(
                     hit(pwc)
                 if pwc.next is not None:
                     push((pwc.next, i))
-            node = level.nodes.get(w)
+            nodes = level.nodes
+            node = nodes[w] if w in nodes else None  # not dict.get: see ctrie/_ftdict.py
             if node is None:
                 break
             if i == n:
@@ -762,7 +770,7 @@ def _walk_anywhere(root: Level, words: list[str]) -> list[Node]:
         level, i = pop()
         fwc = level.fwc
         if fwc is not None:
-            start = absorbed_from.get(fwc)
+            start = absorbed_from[fwc] if fwc in absorbed_from else None  # not dict.get: see ctrie/_ftdict.py
             if start is None or i < start:
                 absorbed_from[fwc] = i
                 if start is None:
@@ -781,7 +789,8 @@ def _walk_anywhere(root: Level, words: list[str]) -> list[Node]:
                     hit(pwc)
                 if pwc.next is not None:
                     push((pwc.next, i))
-            node = level.nodes.get(w)
+            nodes = level.nodes
+            node = nodes[w] if w in nodes else None  # not dict.get: see ctrie/_ftdict.py
             if node is not None:
                 if i == n:
                     hit(node)
@@ -818,7 +827,7 @@ def _build(hits: list[Node]) -> MatchResult:
             if queues is None:
                 queues = {}
             for q, m in groups.items():
-                acc = queues.get(q)
+                acc = queues[q] if q in queues else None  # not dict.get: see ctrie/_ftdict.py
                 if acc is None:
                     queues[q] = set(m)
                 else:

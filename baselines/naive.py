@@ -244,7 +244,8 @@ class NaiveMatcher:
         words = self._check_pattern(pattern)
         require_hashable(subscriber)
         with self._lock:
-            entry = self._entries.get(pattern)
+            entries = self._entries
+            entry = entries[pattern] if pattern in entries else None  # not dict.get: see ctrie/_ftdict.py
             if entry is None:
                 match = compile_pattern(words, self.dialect).match
                 self._entries[pattern] = (match, {subscriber})
@@ -259,7 +260,8 @@ class NaiveMatcher:
         self._check_pattern(pattern)
         require_hashable(subscriber)
         with self._lock:
-            entry = self._entries.get(pattern)
+            entries = self._entries
+            entry = entries[pattern] if pattern in entries else None  # not dict.get: see ctrie/_ftdict.py
             if entry is None or subscriber not in entry[1]:
                 return False
             subs = entry[1]

@@ -172,10 +172,17 @@ class OptimizedBitmapMatcher:
         """Store the pair and set its bit in its rows; a stored pair is a no-op."""
         words = self._check_pattern(pattern)
         require_hashable(subscriber)
-        hint = self._entries.get(pattern)  # unlocked: a hint only, re-read under the lock
+        # Unlocked: a hint only, re-read under the lock. The key may go between the test and
+        # the read: then there is no hint.
+        entries = self._entries
+        try:
+            hint = entries[pattern] if pattern in entries else None  # not dict.get: see ctrie/_ftdict.py
+        except KeyError:
+            hint = None
         plan = hint[0] if hint is not None else self._plan(pattern, words)
         with self._lock:
-            entry = self._entries.get(pattern)
+            entries = self._entries
+            entry = entries[pattern] if pattern in entries else None  # not dict.get: see ctrie/_ftdict.py
             if entry is not None:
                 plan = entry[0]
                 if subscriber in entry[1]:
@@ -189,7 +196,7 @@ class OptimizedBitmapMatcher:
             rows = self._rows
             for pos, word in plan.literals:
                 row = rows[pos]
-                row[word] = row.get(word, 0) | bit
+                row[word] = (row[word] if word in row else 0) | bit  # not dict.get: see ctrie/_ftdict.py
             other = self._other
             for pos in plan.other:
                 other[pos] |= bit
@@ -205,7 +212,8 @@ class OptimizedBitmapMatcher:
         self._check_pattern(pattern)
         require_hashable(subscriber)
         with self._lock:
-            entry = self._entries.get(pattern)
+            entries = self._entries
+            entry = entries[pattern] if pattern in entries else None  # not dict.get: see ctrie/_ftdict.py
             if entry is None or subscriber not in entry[1]:
                 return False
             plan, numbers = entry
@@ -244,7 +252,7 @@ class OptimizedBitmapMatcher:
             # -1 is all ones: the identity of AND.
             acc = ~self._wild_first if self._dollar_rule and words[0][:1] == "$" else -1
             for row, other, word in zip(self._rows, self._other, words):
-                acc &= row.get(word, 0) | other
+                acc &= (row[word] if word in row else 0) | other  # not dict.get: see ctrie/_ftdict.py
                 if not acc:
                     return _EMPTY
             null = self._null

@@ -118,8 +118,9 @@ class CNode(MainNode):
     def __init__(self, branches: dict[str, Branch], single: str, multi: str) -> None:
         self.prev = None
         self.branches = branches
-        self.pwc = branches.get(single)
-        self.fwc = branches.get(multi)
+        # not dict.get: see ctrie/_ftdict.py
+        self.pwc = branches[single] if single in branches else None
+        self.fwc = branches[multi] if multi in branches else None
 
     def updated(self, word: str, branch: Branch, single: str, multi: str) -> CNode:
         """A copy with ``word`` mapped to ``branch``."""

@@ -112,16 +112,17 @@ def test_read_only_snapshot_never_changes():
 # --- the double collect -----------------------------------------------------------------------
 
 
-class _WritesOnFirstGet(dict):
-    """A C-node's branch map whose first get() runs ``action`` first."""
+class _WritesOnFirstRead(dict):
+    """A C-node's branch map whose first membership test (how a walk reads a word: ``w in
+    branches`` then ``branches[w]``, see ctrie/_ftdict.py) runs ``action`` first."""
 
     action = None
 
-    def get(self, key, default=None):
+    def __contains__(self, key):
         action, self.action = self.action, None
         if action is not None:
             action()
-        return super().get(key, default)
+        return super().__contains__(key)
 
 
 def test_lookup_never_mixes_two_instants():
@@ -135,13 +136,13 @@ def test_lookup_never_mixes_two_instants():
     t.subscribe("a.b.y", "keep")
     inode_a = gcas_read(t._read_root(), t).branches["a"].inode
     m = gcas_read(inode_a, t)
-    branches = _WritesOnFirstGet(m.branches)
+    branches = _WritesOnFirstRead(m.branches)
 
     def two_writes():
         assert t.unsubscribe("a.>", "old")
         t.subscribe("a.b.c", "new")
 
-    instrumented = CNode(branches, "*", ">")  # same content (its __init__ calls get())
+    instrumented = CNode(branches, "*", ">")  # same content (action is not set yet)
     branches.action = two_writes
     inode_a.main.set(instrumented)
     result = t.lookup("a.b.c")
