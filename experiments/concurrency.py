@@ -66,15 +66,17 @@ class _Worker(threading.Thread):
         sub, look, who = self.sub, self.look, self.subscriber
         try:
             self.barrier.wait()
-            cpu0 = thread_time()
+            # The CPU-time interval nests inside the wall-time one, so that CPU / wall cannot
+            # exceed the thread count by the cost of the clock reads (it did, in short rounds).
             self.start_t = perf_counter()
+            cpu0 = thread_time()
             for write, item in self.ops:
                 if write:
                     sub(item, who)
                 else:
                     look(item)
-            self.end_t = perf_counter()
             self.cpu_s = thread_time() - cpu0
+            self.end_t = perf_counter()
         except BaseException as exc:  # re-raised by timed_round
             self.error = exc
             self.barrier.abort()
@@ -305,9 +307,11 @@ def _probe_round(n: int, shared: bool, reads: int) -> Round:
 
     def work(k: int) -> None:
         barrier.wait()
-        cpu0, t0 = thread_time(), perf_counter()
+        t0 = perf_counter()
+        cpu0 = thread_time()  # nested inside the wall-time interval, as in _Worker.run
         _read_attribute(holders[k], reads)
-        spans[k] = (t0, perf_counter(), thread_time() - cpu0)
+        cpu = thread_time() - cpu0
+        spans[k] = (t0, perf_counter(), cpu)
 
     threads = [threading.Thread(target=work, args=(k,), daemon=True) for k in range(n)]
     for t in threads:
