@@ -28,7 +28,7 @@ from .registry import ALGORITHMS
 __all__ = ["main"]
 
 MEASURES = ("latency", "throughput", "memory", "scaling", "lockfree", "contention",
-            "primitives")
+            "ownership", "primitives")
 DIALECTS = ("nats", "mqtt", "amqp")
 DEFAULT_DIALECTS = ("nats", "mqtt")
 
@@ -39,6 +39,7 @@ _HELP = {
     "scaling": "concurrent rounds at growing thread counts: 50/50, 90/10 faithful and true",
     "lockfree": "lock-free vs locked: insert:lookup 1:1 and 1:3 at growing worker counts",
     "contention": "CPU time per operation, one shared matcher vs one per thread (1, 2 threads)",
+    "ownership": "one thread's lookups on a matcher it built vs one another thread built",
     "primitives": "cost of AtomicRef, threading.Lock, RWLock and atomics operations",
     "all": "every measuring experiment above, in one run",
 }
@@ -220,7 +221,7 @@ def _measure(args: argparse.Namespace, argv: list[str]) -> int:
         print(f"error: {sys.executable} cannot import the package ({exc}); install it there "
               "(pip install -e .) or pick another --python", file=sys.stderr)
         return 2
-    from . import concurrency, memory, microbench, throughput
+    from . import concurrency, memory, microbench, ownership, throughput
     from .registry import dialects_for
 
     root = args.out if args.out is not None else default_results_root()
@@ -243,6 +244,7 @@ def _measure(args: argparse.Namespace, argv: list[str]) -> int:
         "scaling": lambda: concurrency.run_scaling(run, algorithms, dialects),
         "lockfree": lambda: concurrency.run_lockfree(run, algorithms, dialects),
         "contention": lambda: concurrency.run_contention(run, algorithms, dialects),
+        "ownership": lambda: ownership.run_ownership(run, algorithms, dialects),
         "primitives": primitives,
     }
     todo = MEASURES if args.command == "all" else (args.command,)

@@ -48,6 +48,10 @@ class Size:
     # contention: operations per worker and rounds of the shared/per-thread comparison
     contention_ops: int
     contention_rounds: int
+    # ownership: inbox subjects, lookups per reader and rounds of builder vs other reader
+    ownership_width: int
+    ownership_lookups: int
+    ownership_rounds: int
 
     def as_params(self) -> dict:
         """The size as a plain dict (recorded in the run manifest)."""
@@ -82,6 +86,9 @@ SIZES: dict[str, Size] = {
         lockfree_rounds=15,
         contention_ops=20000,
         contention_rounds=9,
+        ownership_width=10_000,
+        ownership_lookups=100_000,
+        ownership_rounds=7,
     ),
     "quick": Size(
         name="quick",
@@ -107,6 +114,9 @@ SIZES: dict[str, Size] = {
         lockfree_rounds=5,
         contention_ops=5000,
         contention_rounds=5,
+        ownership_width=10_000,
+        ownership_lookups=30_000,
+        ownership_rounds=3,
     ),
     "smoke": Size(
         name="smoke",
@@ -132,5 +142,8 @@ SIZES: dict[str, Size] = {
         lockfree_rounds=2,
         contention_ops=200,
         contention_rounds=2,
+        ownership_width=200,
+        ownership_lookups=500,
+        ownership_rounds=2,
     ),
 }

@@ -26,9 +26,9 @@ from experiments.registry import ALGORITHMS, thread_safe, unavailable
 ROOT = Path(__file__).resolve().parent.parent
 SEED = 7
 MEASURED = ("latency", "throughput", "memory", "scaling", "lockfree", "contention",
-            "primitives")
+            "ownership", "primitives")
 UNITS = {"latency": "ns", "throughput": "msg/s", "memory": "bytes", "scaling": "ops/s",
-         "lockfree": "s", "contention": "us", "primitives": "ns"}
+         "lockfree": "s", "contention": "us", "ownership": "ops/s", "primitives": "ns"}
 LATENCY_CELLS = {f"{op}/{state}/{variant}"
                  for state in ("cold", "hot")
                  for op, variants in (("subscribe", ("faithful", "real")),
@@ -87,7 +87,8 @@ def test_every_record_has_every_field_with_plausible_values(results):
 
 def test_every_matcher_appears_in_every_experiment(results):
     _, recs = results
-    for experiment in ("latency", "throughput", "memory", "scaling", "lockfree", "contention"):
+    for experiment in ("latency", "throughput", "memory", "scaling", "lockfree", "contention",
+                       "ownership"):
         seen = {r["algorithm"] for r in by_experiment(recs, experiment)} - {"attribute-read"}
         assert seen == set(ALGORITHMS), f"{experiment}: missing {set(ALGORITHMS) - seen}"
 
@@ -110,6 +111,18 @@ def test_contention_pairs_shared_with_per_thread_rounds(results):
                 assert len(r["values"]) == len(p["wall_s_values"]) == r["rounds"]
 
 
+def test_ownership_pairs_builder_with_other_reader(results):
+    _, recs = results
+    cells = {(r["algorithm"], r["params"]["reader"]): r for r in by_experiment(recs, "ownership")}
+    for alg in ALGORITHMS:
+        builder, other = cells[(alg, "builder")], cells[(alg, "other")]
+        assert builder["status"] == other["status"], (builder, other)
+        if builder["status"] == "ok":
+            # Both readers read the same matcher of every round: as many values each.
+            assert builder["rounds"] == other["rounds"] >= 1
+            assert builder["params"]["width"] == other["params"]["width"]
+
+
 def test_only_documented_cells_are_not_measured(results):
     _, recs = results
     for r in recs:
@@ -126,8 +139,9 @@ def test_only_documented_cells_are_not_measured(results):
                     or (r["experiment"] == "contention" and r["threads"] > 1
                         and r["workload"] == "shared")), r
         else:
-            # The inverted bitmap may skip a memory cell over its scan budget, saying so.
-            assert alg == "inverted_bitmap" and r["experiment"] == "memory", r
+            # The inverted bitmap may skip a memory or ownership cell over its scan budget,
+            # saying so.
+            assert alg == "inverted_bitmap" and r["experiment"] in ("memory", "ownership"), r
             assert "budget" in r["note"]
 
 
