@@ -17,7 +17,8 @@ Per round, one matcher is built by the main thread, then looked up:
 Unit: lookups per second, one value per round. The ratio other / builder, within one run, is
 the figure (goal on the free-threaded build: at least 0.8). The inverted bitmap is skipped
 when ``width`` x ``width`` exceeds the size's scan budget (its build matches every pattern
-against every topic of its space).
+against every topic of its space); the naive matcher, which tests every pattern on every
+lookup, gets as many lookups as that budget allows (``params.lookups`` says how many).
 """
 
 from __future__ import annotations
@@ -75,7 +76,10 @@ def run_ownership(run: Run, algorithms: list[str], dialects: list[str]) -> None:
             dialect = "mqtt" if algorithm == "paho" else "nats"
             sep = "/" if dialect == "mqtt" else "."
             patterns = [sep.join(("_INBOX", str(i), "reply")) for i in range(width)]
-            params: dict[str, Any] = {"width": width, "lookups": lookups,
+            n_look = lookups
+            if algorithm == "naive":  # O(patterns) per lookup
+                n_look = max(1, min(lookups, int(size.inverted_scan_budget // width)))
+            params: dict[str, Any] = {"width": width, "lookups": n_look,
                                       "subject": sep.join(("_INBOX", "<i>", "reply"))}
             why = registry.unavailable(algorithm)
             if not why and algorithm == "inverted_bitmap" and width * width > size.inverted_scan_budget:
@@ -96,7 +100,7 @@ def run_ownership(run: Run, algorithms: list[str], dialects: list[str]) -> None:
                     # Alternate which reader goes first, so neither always meets a warm cache.
                     order = READERS if k % 2 == 0 else READERS[::-1]
                     for reader in order:
-                        topics = _topics(width, lookups, sep)
+                        topics = _topics(width, n_look, sep)
                         rate = (_read(m.lookup, topics) if reader == "builder"
                                 else _in_thread(m.lookup, topics))
                         values[reader].append(rate)
