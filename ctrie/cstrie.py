@@ -13,12 +13,16 @@ retries. No thread ever waits for another: whoever meets a pending GCAS, a pendi
 tomb completes or cleans it and carries on. No locks are taken anywhere.
 
 Lookups read main nodes with GCAS_READ and never write, except to complete a pending GCAS or
-compress a tomb they meet. A lookup that reads more than one I-node validates its reads
-(double collect): it re-reads each I-node it visited but the last and retries if any changed.
-Without that, a lookup whose wildcards send it down two subtrees could combine a state of one
-subtree from before a write with a state of the other from after a later write, a result no
-single instant ever had. With it, every main node read was still in place when the last one
-was read, and the lookup linearizes at that last read.
+compress a tomb they meet. A lookup that reads more than one I-node validates its reads: it
+re-reads each I-node it visited but the last, and walks again only if a part of it that the
+walk *used* changed (the branch of the word it read there, and the two wildcard branches,
+each present or absent; :meth:`CSTrie._validate`). Without validation, a lookup whose
+wildcards send it down two subtrees could combine a state of one subtree from before a write
+with a state of the other from after a later write, a result no single instant ever had.
+With it, every part used was still in place when the last I-node was read, and the lookup
+linearizes at that read. Writes to words the lookup did not read cost it nothing. After two
+walks that failed validation, a lookup walks a frozen root instead (:meth:`_frozen_lookup`),
+so no writer can starve it: at most three walks per lookup.
 
 Path compression: where only one pattern continues below a branch, its remaining words sit
 in an S-node (:class:`~ctrie.nodes.SNode`) in the branch instead of a chain of one-branch
@@ -250,7 +254,8 @@ class CSTrie:
             if type(c) is INode and c.gen is not gen:  # S-nodes are immutable: shared
                 b = Branch(b.subs, INode(gcas_read(c, self), gen))
             branches[w] = b
-        return CNode(branches, self._single, self._multi)
+        # Same words, same branches or copies of them: the insertion tokens carry over.
+        return CNode(branches, self._single, self._multi, m.lit, m.wc)
 
     # --- unsubscribe ------------------------------------------------------------------------
 
@@ -364,8 +369,10 @@ class CSTrie:
     def lookup(self, topic: str) -> frozenset:
         """Every subscriber of every pattern matching the literal ``topic``, once each.
 
-        O(k) per matching path (see the class docstring). Lock-free and linearizable: reads
-        of several I-nodes are validated by a second collect and retried if any changed.
+        O(k) per matching path (see the class docstring), at most three walks. Lock-free
+        and linearizable: what the walk used of the I-nodes it read is validated
+        (:meth:`_validate`); two walks that fail it are followed by a walk of a frozen root
+        (:meth:`_frozen_lookup`), which needs no validation.
 
         NATS and MQTT (AMQP: :meth:`_lookup_amqp`): the many-level wildcard ends a pattern,
         so the walk goes down the trie one word per level and forks only where both the
@@ -401,12 +408,18 @@ class CSTrie:
         n = len(words)
         # MQTT 4.7.2: a leading wildcard does not match a topic that starts with '$'.
         dollar = mqtt and words[0][:1] == "$"
+        walks = 0
         while True:
+            if walks == _MAX_WALKS:
+                return self._frozen_lookup(topic)
+            walks += 1
             # The root reference may hold an RDCSS descriptor (a snapshot is being taken):
             # then ``root.main`` below raises AttributeError, and the handler completes it.
             root = self._root.get()
             hits: list[frozenset] = []
-            seen: list = []  # alternately each I-node's AtomicRef and the main node read
+            # For each I-node read but the last: its AtomicRef, the main node read and the
+            # index of the word read there (n: none), for the validation below.
+            seen: list = []
             add = hits.append
             forks: Optional[list] = None  # made at the first fork
             inode = root
@@ -427,6 +440,7 @@ class CSTrie:
                         f = None  # read as the empty subtree it stands for
                         m = _EMPTY_CNODE
                         ref = _EMPTY_REF  # a tomb is final: its read needs no second look
+                    k = i
                     if f is not None and f.subs and (i or not dollar):
                         add(f.subs)  # NATS '>': i < n here, so a word remains; MQTT '#'
                     nxt = None
@@ -475,14 +489,14 @@ class CSTrie:
                                     forks = [(c, inode, i)]
                                 else:
                                     forks.append((c, inode, i))
-                    # Record the read for the double collect, unless it was the last one.
-                    # (``seen += (ref, m)`` appends both without a call.)
+                    # Record the read for the validation, unless it was the last one.
+                    # (``seen += (ref, m, k)`` appends all three without a call.)
                     if nxt is not None:
-                        seen += (ref, m)
+                        seen += (ref, m, k)
                         parent = inode
                         inode = nxt
                     elif forks:
-                        seen += (ref, m)
+                        seen += (ref, m, k)
                         inode, parent, i = forks.pop()
                     else:
                         break
@@ -493,18 +507,92 @@ class CSTrie:
                     raise  # a bug, not a descriptor
                 self._read_root()  # completes the pending RDCSS
                 continue
-            # Double collect: every I-node read but the last must still hold the main node
-            # read from it. Then each of those held from its read until now, so all the
-            # reads held together at the instant of the last one: the lookup linearizes
-            # there. The comparison runs in C (list equality tests identity first, and main
-            # nodes define no __eq__). A lookup that read one I-node needs no second look.
-            if seen and not self._readonly and list(map(_get, seen[::2])) != seen[1::2]:
+            # Validation (see _validate): what the walk used of every I-node but the last is
+            # still in place. The common case, no I-node changed at all, is one comparison
+            # in C (list equality tests identity first; main nodes define no __eq__). A
+            # lookup that read one I-node needs no second look, nor does a read-only view.
+            if (seen and not self._readonly and list(map(_get, seen[::3])) != seen[1::3]
+                    and not self._validate(seen, words)):
                 continue
             if not hits:
                 return EMPTY
             if len(hits) == 1:
                 return hits[0]  # a branch's own frozenset: immutable, so safe to hand out
             return EMPTY.union(*hits)
+
+    def _validate(self, seen: list, words: list[str]) -> bool:
+        """Whether every part of every I-node in ``seen`` that the walk *used* is unchanged.
+
+        ``seen`` holds triples (the I-node's AtomicRef, the main node ``m`` read, the index
+        ``k`` of the word read there). At that I-node the walk used the many-level wildcard's
+        branch, the one-level wildcard's branch and, if ``k < n``, the branch of
+        ``words[k]``: each either present (a :class:`Branch`) or absent. For an I-node that
+        now holds another main node ``m2``, each used part must be the same:
+
+        - present in ``m``: the same Branch object in ``m2`` (a Branch never returns once
+          replaced, so it was there all along);
+        - absent in ``m``: absent in ``m2`` with the same insertion token of its kind
+          (``lit`` for a literal word, ``wc`` for a wildcard), so no insertion of that
+          kind happened in between and it was absent all along. Checking absence alone
+          would be unsound (absent, added, removed again: the walk below may have read
+          state from while it was there); so would skipping absent parts.
+
+        Soundness, as for the double collect it refines: every used part held continuously
+        from its read until its re-read here, and every re-read comes after the walk's last
+        read, so all of them held together at the instant of that last read. The walk's
+        result depends on nothing else, so it is the result at that instant, inside the
+        lookup's interval: the lookup linearizes there. A tomb, or a GCAS still in flight
+        on the I-node, fails the check. Cost: O(1) per changed I-node.
+        """
+        n = len(words)
+        for j in range(0, len(seen), 3):
+            ref, m, k = seen[j], seen[j + 1], seen[j + 2]
+            m2 = ref.get()
+            if m2 is m:
+                continue
+            p = m2.prev
+            if p is not None and p.get() is not None:
+                return False  # a GCAS in flight here: its outcome is unknown, so fail
+            if type(m2) is not CNode:
+                return False
+            if m2.fwc is not m.fwc or m2.pwc is not m.pwc:
+                return False
+            if (m.fwc is None or m.pwc is None) and m2.wc is not m.wc:
+                return False
+            if k < n:
+                w = words[k]
+                br, br2 = m.branches, m2.branches
+                b = br[w] if w in br else None  # not dict.get: ctrie/_ftdict.py
+                if b is None:
+                    if w in br2 or m2.lit is not m.lit:
+                        return False
+                elif (br2[w] if w in br2 else None) is not b:
+                    return False
+        return True
+
+    def _frozen_lookup(self, topic: str) -> frozenset:
+        """The fallback of a lookup whose validation failed ``_MAX_WALKS`` times: walk a
+        frozen root, which needs no validation.
+
+        The root read here, ``r0``, is frozen as soon as anyone replaces it (a snapshot's or
+        another fallback's RDCSS): from then on no GCAS can commit on it or below it, so it
+        holds the trie's state at the instant of that replacement, which comes after this
+        read, inside the lookup's interval. If nobody has replaced it yet, this lookup does
+        (as ``read_only_snapshot`` would). Lookups that fall back together share one swap.
+
+        Bound: one walk of the frozen trie. The RDCSS retries only when a write commits on
+        the root's own C-node meanwhile (lock-free, like every update). Writers pay for the
+        swap by renewing the I-nodes they pass (see :meth:`snapshot`), once per swap, not
+        once per fallen-back lookup.
+        """
+        r0 = self._read_root()
+        while True:
+            expected = gcas_read(r0, self)
+            if self._read_root() is not r0:
+                break  # replaced since we read it: frozen at that instant
+            if rdcss_root(self, r0, expected, INode(expected, Gen())):
+                break
+        return CSTrie(self.dialect, _root=r0, _readonly=True).lookup(topic)
 
     def _tomb_met(self, inode: INode, parent: Optional[INode], root: INode) -> None:
         """A lookup met a tomb. A tomb is an empty subtree, so the lookup may simply read it
@@ -528,7 +616,11 @@ class CSTrie:
     def _lookup_amqp(self, words: list[str]) -> frozenset:
         """AMQP lookup: :meth:`_walk_amqp` with the same retry and double collect as
         :meth:`lookup`."""
+        walks = 0
         while True:
+            if walks == _MAX_WALKS:
+                return self._frozen_lookup(self.dialect.separator.join(words))
+            walks += 1
             root = self._read_root()
             hits: list[frozenset] = []
             seen: list = []
@@ -677,6 +769,9 @@ class CSTrie:
 
 
 _get = AtomicRef.get
+
+#: Walks a lookup validates before it falls back to a frozen root (:meth:`CSTrie._frozen_lookup`).
+_MAX_WALKS = 2
 
 # What a lookup reads in place of a tomb it may not clean: an empty subtree.
 _EMPTY_CNODE = CNode({}, "", "")

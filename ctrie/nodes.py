@@ -110,29 +110,49 @@ class CNode(MainNode):
     :class:`Branch`. ``pwc`` and ``fwc`` cache the branches of the dialect's one-level and
     many-level wildcard words (or None) so that a lookup reads them without hashing.
 
+    ``lit`` and ``wc`` are insertion tokens: plain objects, compared by identity, that a
+    copy keeps unless it adds a word that was absent (a literal word: a new ``lit``; a
+    wildcard word: a new ``wc``). Replacing or removing a branch keeps both. Successive
+    C-nodes of one I-node with the same ``lit`` therefore had no literal word added in
+    between, so a literal word absent from both was absent all along: this is how a lookup
+    validates, without ABA, that a word it found *absent* is still absent
+    (:meth:`ctrie.CSTrie._validate`). A token never returns once replaced, and neither does
+    a :class:`Branch` object (every write makes a new one), which makes identity a sound
+    test for "unchanged since it was read" of present words too.
+
     Immutable once published: updates build a new C-node (O(branches) for the dict copy).
     """
 
-    __slots__ = ("branches", "pwc", "fwc")
+    __slots__ = ("branches", "pwc", "fwc", "lit", "wc")
 
-    def __init__(self, branches: dict[str, Branch], single: str, multi: str) -> None:
+    def __init__(self, branches: dict[str, Branch], single: str, multi: str,
+                 lit: object = None, wc: object = None) -> None:
         self.prev = None
         self.branches = branches
         # not dict.get: see ctrie/_ftdict.py
         self.pwc = branches[single] if single in branches else None
         self.fwc = branches[multi] if multi in branches else None
+        self.lit = object() if lit is None else lit
+        self.wc = object() if wc is None else wc
 
     def updated(self, word: str, branch: Branch, single: str, multi: str) -> CNode:
-        """A copy with ``word`` mapped to ``branch``."""
+        """A copy with ``word`` mapped to ``branch`` (a new insertion token if ``word`` is
+        new here)."""
         branches = self.branches.copy()
+        lit, wc = self.lit, self.wc
+        if word not in branches:
+            if word == single or word == multi:
+                wc = None  # a fresh token
+            else:
+                lit = None
         branches[word] = branch
-        return CNode(branches, single, multi)
+        return CNode(branches, single, multi, lit, wc)
 
     def removed(self, word: str, single: str, multi: str) -> CNode:
-        """A copy without ``word``."""
+        """A copy without ``word`` (same insertion tokens)."""
         branches = self.branches.copy()
         del branches[word]
-        return CNode(branches, single, multi)
+        return CNode(branches, single, multi, self.lit, self.wc)
 
     def __repr__(self) -> str:
         return f"CNode({self.branches!r})"

@@ -1,0 +1,264 @@
+"""A lookup's validation fails only when something it used changed, and its walks are bounded.
+
+Deterministic schedules first: writes are committed *inside* a lookup, at the instant its
+walk tests a word of a chosen C-node (an instrumented branch map whose ``__contains__`` runs
+the adversary's next write: a walk reads a word as ``w in branches`` then ``branches[w]``,
+see ``ctrie/_ftdict.py``). Counting those membership tests counts the walks, at no cost to
+the production code. Then threaded runs (both builds): a forking lookup keeps completing while
+a writer churns an unrelated branch, and while a writer churns a branch the lookup reads.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+import pytest
+
+from ctrie import CSTrie, matches
+from ctrie.cstrie import CSTrie as _CSTrie
+from ctrie.gcas import gcas_read
+from ctrie.nodes import CNode, INode
+from linearizability import Op, check, make_spec
+from threads import switch_interval
+
+#: The documented bound (CSTrie.lookup): two validated walks, then one walk of a frozen root.
+WALK_BOUND = 3
+SPEC = make_spec(lambda p, t: matches(p, t, "nats"))
+
+
+class _Adversary(dict):
+    """A C-node's branch map whose every membership test first runs ``action`` (while
+    ``budget`` lasts) and is counted."""
+
+    action: Callable[[], None] | None = None
+    budget = 0
+    tests = 0
+
+    def __contains__(self, key):
+        self.tests += 1
+        if self.budget > 0 and self.action is not None:
+            self.budget -= 1
+            self.action()
+        return super().__contains__(key)
+
+
+def _inode_at(t: CSTrie, path: str) -> INode:
+    inode = t._read_root()
+    for w in path.split("."):
+        inode = gcas_read(inode, t).branches[w].inode
+        assert type(inode) is INode, f"{path}: {w!r} leads to {inode!r}, not an I-node"
+    return inode
+
+
+def _instrument(t: CSTrie, path: str, action: Callable[[], None], budget: int) -> _Adversary:
+    """Put an adversarial copy (same branches, same insertion tokens) of the C-node at
+    ``path`` in place."""
+    inode = _inode_at(t, path)
+    m = gcas_read(inode, t)
+    branches = _Adversary(m.branches)
+    clone = CNode.__new__(CNode)  # every field of m (whatever the layout), then the map
+    for cls in CNode.__mro__:
+        for name in getattr(cls, "__slots__", ()):
+            setattr(clone, name, getattr(m, name))
+    clone.branches = branches
+    inode.main.set(clone)
+    branches.action, branches.budget = action, budget
+    return branches
+
+
+def _forking_trie() -> CSTrie:
+    # A lookup of 'a.b.c' forks at the level of 'a': 'b' -> I(a.b), '*' -> I(a.*).
+    t = CSTrie()
+    for p, s in (("a.b.c", 1), ("a.b.d", 1), ("a.*.c", 2), ("a.*.d", 2)):
+        t.subscribe(p, s)
+    return t
+
+
+def test_unrelated_writes_during_a_lookup_cost_no_second_walk():
+    """K writes of an unrelated sibling ('a.unrelated.<j>'), one committed every time the
+    lookup reaches the level of 'a.b': each replaces the C-node of 'a', which the lookup
+    read, but not the parts of it the lookup used. The old double collect walked K + 1
+    times here; the validation must walk at most twice."""
+    t = _forking_trie()
+    k = iter(range(10_000))
+
+    def unrelated_write():
+        j = next(k)
+        if j % 2 == 0:
+            t.subscribe(f"a.unrelated.{j // 2}", "w")
+        else:
+            assert t.unsubscribe(f"a.unrelated.{j // 2}", "w")
+
+    adversary = _instrument(t, "a.b", unrelated_write, budget=1000)
+    assert t.lookup("a.b.c") == frozenset({1, 2})
+    assert next(k) >= 1, "no write ran inside the lookup"
+    assert adversary.tests <= 2, f"{adversary.tests} walks for one lookup beside unrelated writes"
+
+
+def test_a_lookup_whose_used_branch_keeps_changing_ends_in_bounded_walks():
+    """The hard case: every time the lookup reaches 'a.b', a writer changes the subscribers
+    of 'a.>', a branch the lookup really reads at the level of 'a'. Finer validation cannot
+    help; the bound must (two validated walks, then one walk of a frozen root), and the
+    answer must still be linearizable."""
+    t = _forking_trie()
+    t.subscribe("a.>", "h0")
+    clock = time.monotonic_ns
+    history: list[Op] = []
+    state = {"n": 0}
+
+    def hot_write():
+        j = state["n"] = state["n"] + 1
+        call = clock()
+        if j % 2:
+            t.subscribe("a.>", f"h{j}")
+            history.append(Op(1, "subscribe", ("a.>", f"h{j}"), None, call, clock()))
+        else:
+            ok = t.unsubscribe("a.>", f"h{j - 1}")
+            history.append(Op(1, "unsubscribe", ("a.>", f"h{j - 1}"), ok, call, clock()))
+
+    adversary = _instrument(t, "a.b", hot_write, budget=1000)
+    call = clock()
+    result = t.lookup("a.b.c")
+    history.append(Op(0, "lookup", "a.b.c", result, call, clock()))
+    assert state["n"] >= 1, "no write ran inside the lookup"
+    assert adversary.tests <= WALK_BOUND, (
+        f"{adversary.tests} walks for one lookup (bound {WALK_BOUND}) while a writer kept "
+        "changing a branch it reads")
+    initial = frozenset({("a.b.c", 1), ("a.b.d", 1), ("a.*.c", 2), ("a.*.d", 2), ("a.>", "h0")})
+    assert check(history, SPEC, initial=initial) is True, (result, history)
+    t.check()
+
+
+def _unsound_validate(self, seen, words):
+    """The unsound refinement the audit warned of: re-check only the branches that were
+    found (identity), never what was found absent."""
+    n = len(words)
+    for j in range(0, len(seen), 3):
+        ref, m, k = seen[j], seen[j + 1], seen[j + 2]
+        m2 = ref.get()
+        if m2 is m:
+            continue
+        if type(m2) is not CNode or m2.fwc is not m.fwc or m2.pwc is not m.pwc:
+            return False
+        if k < n:
+            w = words[k]
+            b = m.branches[w] if w in m.branches else None
+            if b is not None and (m2.branches[w] if w in m2.branches else None) is not b:
+                return False
+    return True
+
+
+@pytest.mark.parametrize("variant", ["sound", "unsound"])
+def test_absent_words_are_validated_too(variant, monkeypatch):
+    """The audit's interleaving, driven deterministically and judged by the checker. A
+    lookup of 'a.b.c' reads the level of 'a' and finds no 'b', only '*' (-> I(a.*)). Right
+    then W1 subscribes 'a.b.c' -> x (the copied C-node keeps the '*' branch by identity)
+    and W2 subscribes 'a.*.c' -> z; the lookup goes on to read I(a.*) and finds z. {z}
+    without x held at no instant (W1 came before W2), yet re-checking only the branches
+    that were found passes. The real validation must re-walk; the unsound variant must be
+    caught by the linearizability checker, which proves the test can fail."""
+    if variant == "unsound":
+        monkeypatch.setattr(_CSTrie, "_validate", _unsound_validate, raising=False)
+    t = CSTrie()
+    t.subscribe("a.*.d", "q")
+    t.subscribe("a.*.e", "q")  # two patterns below 'a.*': it is an I-node
+    clock = time.monotonic_ns
+    history: list[Op] = []
+
+    def w1_then_w2():
+        for pattern, sub in (("a.b.c", "x"), ("a.*.c", "z")):
+            call = clock()
+            t.subscribe(pattern, sub)
+            history.append(Op(1, "subscribe", (pattern, sub), None, call, clock()))
+
+    _instrument(t, "a", w1_then_w2, budget=1)
+    call = clock()
+    result = t.lookup("a.b.c")
+    history.append(Op(0, "lookup", "a.b.c", result, call, clock()))
+    verdict = check(history, SPEC, initial=frozenset({("a.*.d", "q"), ("a.*.e", "q")}))
+    if variant == "sound":
+        assert result == frozenset({"x", "z"}) and verdict is True, (result, verdict)
+    else:
+        assert result == frozenset({"z"}), result
+        assert verdict is False, "the checker accepted a lookup that mixed two instants"
+
+
+# --- threaded: progress beside a writer (both builds) -------------------------------------
+
+LOOKUPS = 200
+DEADLINE_S = 60.0
+
+
+def _forking_patterns(depth: int) -> list[str]:
+    """Every combination of 'b' and '*' below 'a', ``depth`` words: a lookup of 'a.b.b...'
+    follows 2**depth paths."""
+    out = [""]
+    for _ in range(depth):
+        out = [p + "." + w for p in out for w in ("b", "*")]
+    return ["a" + p for p in out]
+
+
+@pytest.mark.concurrency
+@pytest.mark.parametrize("churn", ["unrelated sibling", "subscribers of a branch read"])
+def test_a_forking_lookup_keeps_completing_beside_a_writer(churn):
+    """One reader does LOOKUPS forking lookups (depth 6: 64 paths) while one writer churns,
+    until the reader is done. Progress, not speed: the walks are counted at a C-node only
+    the reader's walk visits (once per walk; no writer replaces it), and must stay within
+    WALK_BOUND per lookup, however the threads interleave (on the old double collect the
+    audit saw 0 lookups in 3 s at depth 6 beside an unrelated writer, free-threaded). Every
+    answer must be one the trie held at some point."""
+    depth = 6
+    t = CSTrie()
+    patterns = _forking_patterns(depth)
+    for i, p in enumerate(patterns):
+        t.subscribe(p, i)
+    t.subscribe("a.>", "hot")
+    topic = "a." + ".".join(["b"] * depth)
+    walks = _instrument(t, "a." + ".".join(["b"] * (depth - 1)), lambda: None, budget=0)
+    base = frozenset(range(len(patterns))) | {"hot"}
+    stop = threading.Event()
+    writes = [0]
+    errors: list[BaseException] = []
+
+    def writer():
+        try:
+            j = 0
+            while not stop.is_set() and j < 10_000_000:
+                if churn == "unrelated sibling":
+                    t.subscribe("a.zzz", j)
+                    t.unsubscribe("a.zzz", j)
+                else:
+                    t.subscribe("a.>", j)
+                    t.unsubscribe("a.>", j)
+                j += 1
+                writes[0] = j
+        except BaseException as e:
+            errors.append(e)
+
+    w = threading.Thread(target=writer, daemon=True)
+    done = 0
+    deadline = time.monotonic() + DEADLINE_S
+    # On the GIL build, switch threads often enough to land writes inside lookups, as free
+    # threads do.
+    with switch_interval(1e-5):
+        w.start()
+        try:
+            while writes[0] < 10 and time.monotonic() < deadline:
+                time.sleep(0.001)  # let the writer get going first
+            while done < LOOKUPS and time.monotonic() < deadline:
+                r = t.lookup(topic)
+                # The writer adds one subscriber of 'a.>' or 'a.zzz' at a time, then removes it.
+                assert r == base or (len(r - base) == 1 and r >= base), sorted(map(str, r - base))
+                done += 1
+        finally:
+            stop.set()
+            w.join(30)
+    assert not errors, errors
+    assert done == LOOKUPS, f"only {done} of {LOOKUPS} lookups completed in {DEADLINE_S:.0f} s"
+    assert writes[0] > 0, "the writer made no progress"
+    assert walks.tests <= WALK_BOUND * done, (
+        f"{walks.tests} walks for {done} lookups beside {writes[0]} writes "
+        f"(bound {WALK_BOUND} per lookup)")
+    t.check()
