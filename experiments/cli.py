@@ -28,7 +28,7 @@ from .registry import ALGORITHMS
 __all__ = ["main"]
 
 MEASURES = ("latency", "throughput", "memory", "scaling", "lockfree", "contention",
-            "ownership", "primitives")
+            "ownership", "starvation", "primitives")
 DIALECTS = ("nats", "mqtt", "amqp")
 DEFAULT_DIALECTS = ("nats", "mqtt")
 
@@ -40,6 +40,7 @@ _HELP = {
     "lockfree": "lock-free vs locked: insert:lookup 1:1 and 1:3 at growing worker counts",
     "contention": "CPU time per operation, one shared matcher vs one per thread (1, 2 threads)",
     "ownership": "one thread's lookups on a matcher it built vs one another thread built",
+    "starvation": "one reader's lookups per second beside one writer (CS-trie, LockedTrie)",
     "primitives": "cost of AtomicRef, threading.Lock, RWLock and atomics operations",
     "all": "every measuring experiment above, in one run",
 }
@@ -221,7 +222,7 @@ def _measure(args: argparse.Namespace, argv: list[str]) -> int:
         print(f"error: {sys.executable} cannot import the package ({exc}); install it there "
               "(pip install -e .) or pick another --python", file=sys.stderr)
         return 2
-    from . import concurrency, memory, microbench, ownership, throughput
+    from . import concurrency, memory, microbench, ownership, starvation, throughput
     from .registry import dialects_for
 
     root = args.out if args.out is not None else default_results_root()
@@ -245,6 +246,7 @@ def _measure(args: argparse.Namespace, argv: list[str]) -> int:
         "lockfree": lambda: concurrency.run_lockfree(run, algorithms, dialects),
         "contention": lambda: concurrency.run_contention(run, algorithms, dialects),
         "ownership": lambda: ownership.run_ownership(run, algorithms, dialects),
+        "starvation": lambda: starvation.run_starvation(run, algorithms, dialects),
         "primitives": primitives,
     }
     todo = MEASURES if args.command == "all" else (args.command,)

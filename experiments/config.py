@@ -52,6 +52,9 @@ class Size:
     ownership_width: int
     ownership_lookups: int
     ownership_rounds: int
+    # starvation: seconds of one reader (and one writer) per round, and rounds per cell
+    starvation_seconds: float
+    starvation_rounds: int
 
     def as_params(self) -> dict:
         """The size as a plain dict (recorded in the run manifest)."""
@@ -89,6 +92,8 @@ SIZES: dict[str, Size] = {
         ownership_width=10_000,
         ownership_lookups=100_000,
         ownership_rounds=7,
+        starvation_seconds=2.0,
+        starvation_rounds=5,
     ),
     "quick": Size(
         name="quick",
@@ -117,6 +122,8 @@ SIZES: dict[str, Size] = {
         ownership_width=10_000,
         ownership_lookups=30_000,
         ownership_rounds=3,
+        starvation_seconds=0.5,
+        starvation_rounds=3,
     ),
     "smoke": Size(
         name="smoke",
@@ -145,5 +152,7 @@ SIZES: dict[str, Size] = {
         ownership_width=200,
         ownership_lookups=500,
         ownership_rounds=2,
+        starvation_seconds=0.02,
+        starvation_rounds=1,
     ),
 }

@@ -26,9 +26,10 @@ from experiments.registry import ALGORITHMS, thread_safe, unavailable
 ROOT = Path(__file__).resolve().parent.parent
 SEED = 7
 MEASURED = ("latency", "throughput", "memory", "scaling", "lockfree", "contention",
-            "ownership", "primitives")
+            "ownership", "starvation", "primitives")
 UNITS = {"latency": "ns", "throughput": "msg/s", "memory": "bytes", "scaling": "ops/s",
-         "lockfree": "s", "contention": "us", "ownership": "ops/s", "primitives": "ns"}
+         "lockfree": "s", "contention": "us", "ownership": "ops/s",
+         "starvation": "ops/s", "primitives": "ns"}
 LATENCY_CELLS = {f"{op}/{state}/{variant}"
                  for state in ("cold", "hot")
                  for op, variants in (("subscribe", ("faithful", "real")),
@@ -121,6 +122,19 @@ def test_ownership_pairs_builder_with_other_reader(results):
             # Both readers read the same matcher of every round: as many values each.
             assert builder["rounds"] == other["rounds"] >= 1
             assert builder["params"]["width"] == other["params"]["width"]
+
+
+def test_starvation_records_every_workload_with_the_writer_rate(results):
+    from experiments.starvation import ALGORITHMS as STARVED, workloads
+
+    _, recs = results
+    cells = {(r["algorithm"], r["workload"]): r for r in by_experiment(recs, "starvation")}
+    assert set(cells) == {(a, w) for a in STARVED for w in workloads()}
+    for (alg, workload), r in cells.items():
+        assert r["status"] == "ok", r
+        has_writer = not workload.endswith("/none")
+        assert r["threads"] == (2 if has_writer else 1)
+        assert (r["params"]["writes_per_s"] > 0) is has_writer, r
 
 
 def test_only_documented_cells_are_not_measured(results):
