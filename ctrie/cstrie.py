@@ -41,7 +41,7 @@ from cereggii import AtomicRef
 
 from .errors import ReadOnlyError
 from .gcas import GCAS, gcas_complete, gcas_read
-from .nodes import EMPTY, Branch, CNode, Gen, INode, MainNode, SNode, TNode
+from .nodes import EMPTY, Branch, CNode, FailedNode, Gen, INode, MainNode, SNode, TNode
 from .rdcss import rdcss_read_root, rdcss_root
 from .topics import Dialect, DialectLike, pattern_validator, require_hashable, topic_validator
 
@@ -513,7 +513,14 @@ class CSTrie:
             # lookup that read one I-node needs no second look, nor does a read-only view.
             if (seen and not self._readonly and list(map(_get, seen[::3])) != seen[1::3]
                     and not self._validate(seen, words)):
-                continue
+                # Something the walk used changed. Where only subscriber sets changed (the
+                # structure below is the same), re-collecting the I-nodes just read costs
+                # less than a walk and is much less likely to be overtaken again.
+                seen += (ref, m, k)  # the last I-node read, too
+                res = self._recollect(seen, words, dollar, mqtt)
+                if res is None:
+                    continue
+                return res
             if not hits:
                 return EMPTY
             if len(hits) == 1:
@@ -551,24 +558,57 @@ class CSTrie:
             if m2 is m:
                 continue
             p = m2.prev
-            if p is not None and p.get() is not None:
-                return False  # a GCAS in flight here: its outcome is unknown, so fail
-            if type(m2) is not CNode:
-                return False
-            if m2.fwc is not m.fwc or m2.pwc is not m.pwc:
-                return False
-            if (m.fwc is None or m.pwc is None) and m2.wc is not m.wc:
-                return False
-            if k < n:
-                w = words[k]
-                br, br2 = m.branches, m2.branches
-                b = br[w] if w in br else None  # not dict.get: ctrie/_ftdict.py
-                if b is None:
-                    if w in br2 or m2.lit is not m.lit:
+            if p is not None:
+                pv = p.get()
+                if pv is not None:
+                    # A GCAS in flight (or aborted) here. Whatever its outcome, the I-node
+                    # holds either m2 or the committed node m2 replaced: both must agree.
+                    old = pv.old if type(pv) is FailedNode else pv
+                    if not _same_use(m, old, k, words, n, False):
                         return False
-                elif (br2[w] if w in br2 else None) is not b:
-                    return False
+                    if type(pv) is FailedNode:
+                        continue
+            if not _same_use(m, m2, k, words, n, False):
+                return False
         return True
+
+    def _recollect(self, seen: list, words: list[str], dollar: bool,
+                   mqtt: bool) -> Optional[frozenset]:
+        """After a failed validation: re-read the I-nodes of ``seen`` (all those the walk
+        read, the last included) and, if the only changes are branches replaced by branches
+        with the same child (new subscriber sets), take the new main nodes, validate the
+        whole collect again, and compute the result from it; None if the structure changed
+        or the collect keeps failing (then the caller walks again).
+
+        Soundness: the same argument as :meth:`_validate`. Each recorded main node's used
+        parts held from its (re-)read until the validation pass re-read them; every record
+        precedes that pass, so all held together when it began. Children are the same
+        objects as in the walk, so the walk from these main nodes would visit the same
+        I-nodes at the same word indices: the result computed here is the walk's result at
+        that instant. Cost: O(visited I-nodes) per attempt, at most ``_RECOLLECTS``.
+        """
+        n = len(words)
+        for _ in range(_RECOLLECTS):
+            for j in range(0, len(seen), 3):
+                ref, m = seen[j], seen[j + 1]
+                m2 = ref.get()
+                if m2 is m:
+                    continue
+                p = m2.prev
+                if p is not None and p.get() is not None:
+                    return None  # a GCAS in flight: walk again (it will complete it)
+                if not _same_use(m, m2, seen[j + 2], words, n, True):
+                    return None
+                seen[j + 1] = m2
+            if list(map(_get, seen[::3])) == seen[1::3] or self._validate(seen, words):
+                hits: list[frozenset] = []
+                for j in range(0, len(seen), 3):
+                    _collect_hits(seen[j + 1], seen[j + 2], words, n, dollar, mqtt,
+                                  self._multi_min, hits)
+                if not hits:
+                    return EMPTY
+                return hits[0] if len(hits) == 1 else EMPTY.union(*hits)
+        return None
 
     def _frozen_lookup(self, topic: str) -> frozenset:
         """The fallback of a lookup whose validation failed ``_MAX_WALKS`` times: walk a
@@ -772,6 +812,59 @@ _get = AtomicRef.get
 
 #: Walks a lookup validates before it falls back to a frozen root (:meth:`CSTrie._frozen_lookup`).
 _MAX_WALKS = 2
+#: Re-collects (:meth:`CSTrie._recollect`) after each walk that failed validation.
+_RECOLLECTS = 2
+
+
+def _same_use(m: CNode, m2: MainNode, k: int, words: list[str], n: int,
+              same_child: bool) -> bool:
+    """Whether ``m2`` (a later main node of the I-node that held ``m``) has the parts a walk
+    used at word index ``k`` unchanged (see :meth:`CSTrie._validate`): the many- and
+    one-level wildcard branches and, if ``k < n``, the branch of ``words[k]``; each the
+    same Branch object, or absent in both with the same insertion token of its kind. With
+    ``same_child``, a present branch may also be a new Branch with the same child (only its
+    subscribers changed). O(1)."""
+    if type(m2) is not CNode:
+        return False
+    pairs = [(m.fwc, m2.fwc), (m.pwc, m2.pwc)]
+    if k < n:
+        w = words[k]
+        br, br2 = m.branches, m2.branches
+        b = br[w] if w in br else None  # not dict.get: ctrie/_ftdict.py
+        b2 = br2[w] if w in br2 else None
+        if b is None and b2 is None and m2.lit is not m.lit:  # type: ignore[union-attr]
+            return False
+        pairs.append((b, b2))
+    if (m.fwc is None or m.pwc is None) and m2.wc is not m.wc:  # type: ignore[union-attr]
+        return False
+    for b, b2 in pairs:
+        if b is b2:
+            continue
+        if b is None or b2 is None or not same_child or b.inode is not b2.inode:
+            return False
+    return True
+
+
+def _collect_hits(m: CNode, k: int, words: list[str], n: int, dollar: bool, mqtt: bool,
+                  multi_min: int, hits: list) -> None:
+    """The subscriber sets the lookup walk collects at an I-node holding ``m``, reached at
+    word index ``k`` (what :meth:`CSTrie.lookup` does at one level, children aside)."""
+    f = m.fwc
+    if f is not None and f.subs and (k or not dollar):
+        hits.append(f.subs)
+    if k >= n:
+        return
+    w = words[k]
+    br = m.branches
+    i = k + 1
+    for b in (br[w] if w in br else None, None if dollar and not k else m.pwc):
+        if b is None:
+            continue
+        if i == n and b.subs:
+            hits.append(b.subs)
+        c = b.inode
+        if type(c) is SNode and (i < n or mqtt) and _snode_ok(c, words, i, multi_min):
+            hits.append(c.subs)
 
 # What a lookup reads in place of a tomb it may not clean: an empty subtree.
 _EMPTY_CNODE = CNode({}, "", "")

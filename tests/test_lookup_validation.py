@@ -17,6 +17,7 @@ from collections.abc import Callable
 import pytest
 
 from ctrie import CSTrie, matches
+import ctrie.cstrie as cstrie_module
 from ctrie.cstrie import CSTrie as _CSTrie
 from ctrie.gcas import gcas_read
 from ctrie.nodes import CNode, INode
@@ -262,3 +263,55 @@ def test_a_forking_lookup_keeps_completing_beside_a_writer(churn):
         f"{walks.tests} walks for {done} lookups beside {writes[0]} writes "
         f"(bound {WALK_BOUND} per lookup)")
     t.check()
+
+
+# --- the re-collect after a failed validation ---------------------------------------------
+
+_same_use = cstrie_module._same_use
+
+
+def _any_child(m, m2, k, words, n, same_child):
+    """A broken re-collect: accepts a replaced branch whatever its child now is."""
+    if not same_child:
+        return _same_use(m, m2, k, words, n, same_child)
+    if type(m2) is not CNode or (m.fwc is None) != (m2.fwc is None):
+        return False
+    if (m.pwc is None) != (m2.pwc is None):
+        return False
+    return k >= n or (words[k] in m.branches) == (words[k] in m2.branches)
+
+
+@pytest.mark.parametrize("variant", ["sound", "any child"])
+def test_a_recollect_walks_again_when_a_child_changed(variant, monkeypatch):
+    """A failed validation is repaired by re-reading the visited I-nodes only where the
+    changed branches keep their children (only subscriber sets changed). Here, during the
+    walk of 'a.b.d', W1 subscribes 'a.b.d' -> 2 (the branch 'b' of 'a' gets a new child: its
+    S-node becomes an I-node) and then W2 adds 'h1' to 'a.>' (same child). Computing the
+    answer from the re-read level of 'a' without walking the new child gives {h0, h1}
+    without 2, which no instant had (W1 came first): the checker must reject that variant,
+    and the real one must walk again."""
+    if variant == "any child":
+        monkeypatch.setattr(cstrie_module, "_same_use", _any_child)
+    t = CSTrie()
+    initial = {("a.b.c", 1), ("a.x.y", 9), ("a.>", "h0"), ("*.b.z", 7), ("*.q.z", 7)}
+    for p, s in initial:
+        t.subscribe(p, s)  # 'a' and '*' are I-nodes; 'a.b' holds an S-node
+    clock = time.monotonic_ns
+    history: list[Op] = []
+
+    def w1_then_w2():
+        for pattern, sub in (("a.b.d", 2), ("a.>", "h1")):
+            call = clock()
+            t.subscribe(pattern, sub)
+            history.append(Op(1, "subscribe", (pattern, sub), None, call, clock()))
+
+    _instrument(t, "a", w1_then_w2, budget=1)
+    call = clock()
+    result = t.lookup("a.b.d")
+    history.append(Op(0, "lookup", "a.b.d", result, call, clock()))
+    verdict = check(history, SPEC, initial=frozenset(initial))
+    if variant == "sound":
+        assert result == frozenset({2, "h0", "h1"}) and verdict is True, (result, verdict)
+    else:
+        assert result == frozenset({"h0", "h1"}), result
+        assert verdict is False, "the checker accepted a re-collect that skipped a new child"
