@@ -69,6 +69,20 @@ def _instrument(t: CSTrie, path: str, action: Callable[[], None], budget: int) -
     return branches
 
 
+def _subscribes(t: CSTrie, pairs: list[tuple[str, object]], history: list[Op]) -> Callable[[], None]:
+    """An adversary's action: subscribe ``pairs`` in order, recording each in ``history``
+    (as thread 1)."""
+    clock = time.monotonic_ns
+
+    def run() -> None:
+        for pattern, sub in pairs:
+            call = clock()
+            t.subscribe(pattern, sub)
+            history.append(Op(1, "subscribe", (pattern, sub), None, call, clock()))
+
+    return run
+
+
 def _forking_trie() -> CSTrie:
     # A lookup of 'a.b.c' forks at the level of 'a': 'b' -> I(a.b), '*' -> I(a.*).
     t = CSTrie()
@@ -167,14 +181,7 @@ def test_absent_words_are_validated_too(variant, monkeypatch):
     t.subscribe("a.*.e", "q")  # two patterns below 'a.*': it is an I-node
     clock = time.monotonic_ns
     history: list[Op] = []
-
-    def w1_then_w2():
-        for pattern, sub in (("a.b.c", "x"), ("a.*.c", "z")):
-            call = clock()
-            t.subscribe(pattern, sub)
-            history.append(Op(1, "subscribe", (pattern, sub), None, call, clock()))
-
-    _instrument(t, "a", w1_then_w2, budget=1)
+    _instrument(t, "a", _subscribes(t, [("a.b.c", "x"), ("a.*.c", "z")], history), budget=1)
     call = clock()
     result = t.lookup("a.b.c")
     history.append(Op(0, "lookup", "a.b.c", result, call, clock()))
@@ -298,14 +305,7 @@ def test_a_recollect_walks_again_when_a_child_changed(variant, monkeypatch):
         t.subscribe(p, s)  # 'a' and '*' are I-nodes; 'a.b' holds an S-node
     clock = time.monotonic_ns
     history: list[Op] = []
-
-    def w1_then_w2():
-        for pattern, sub in (("a.b.d", 2), ("a.>", "h1")):
-            call = clock()
-            t.subscribe(pattern, sub)
-            history.append(Op(1, "subscribe", (pattern, sub), None, call, clock()))
-
-    _instrument(t, "a", w1_then_w2, budget=1)
+    _instrument(t, "a", _subscribes(t, [("a.b.d", 2), ("a.>", "h1")], history), budget=1)
     call = clock()
     result = t.lookup("a.b.d")
     history.append(Op(0, "lookup", "a.b.d", result, call, clock()))
