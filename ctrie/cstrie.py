@@ -141,9 +141,10 @@ class CSTrie:
     def snapshot(self) -> CSTrie:
         """An O(1), consistent, writable copy; the two tries are independent afterwards.
 
-        Linearizes at the RDCSS that renews this trie's root generation. The copy gets a
-        root of its own, new generation over the same main node; each side copies the shared
-        I-nodes lazily, on its first write below them.
+        Linearizes at the RDCSS that renews this trie's root generation (the CAS that decides
+        its descriptor COMMITTED, :mod:`ctrie.rdcss`). The copy gets a root of its own, new
+        generation over the same main node; each side copies the shared I-nodes lazily, on
+        its first write below them.
         """
         if self._readonly:
             return self._copy(readonly=False)

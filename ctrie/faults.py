@@ -3,8 +3,10 @@
 Every CAS of the trie calls the installed hook, if any, as ``hook(site, phase)``:
 
 - ``site``: ``"inode_cas"`` (the CAS of an I-node's main node inside GCAS),
-  ``"gcas_commit"`` (the CAS of a main node's ``prev`` that commits a GCAS) or ``"rdcss"``
-  (the CAS of the root, both installing a descriptor and completing it);
+  ``"gcas_commit"`` (the CAS of a main node's ``prev`` that commits a GCAS), ``"rdcss"``
+  (the CAS of the root, both installing a descriptor and moving it out) or
+  ``"rdcss_decide"`` (the CAS of a descriptor's status that decides its outcome, between
+  those two);
 - ``phase``: ``"before"`` or ``"after"`` the CAS.
 
 At ``"before"``, a hook that returns True makes that CAS fail spuriously (it is not
@@ -27,7 +29,7 @@ from . import gcas, rdcss
 __all__ = ["FaultHook", "SITES", "set_fault_hook", "get_fault_hook"]
 
 FaultHook = Callable[[str, str], Optional[bool]]
-SITES = ("inode_cas", "gcas_commit", "rdcss")
+SITES = ("inode_cas", "gcas_commit", "rdcss", "rdcss_decide")
 
 
 def set_fault_hook(hook: Optional[FaultHook]) -> None:

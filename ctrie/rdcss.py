@@ -2,22 +2,53 @@
 
 A snapshot must replace the root I-node only if (1) the root is still the I-node it read and
 (2) that I-node's main node is still the one it read. The root reference therefore holds
-either an :class:`~ctrie.nodes.INode` or an :class:`RDCSSDescriptor`:
+either an :class:`~ctrie.nodes.INode` or an :class:`RDCSSDescriptor` ``(ov, expected, nv)``
+with a status word, as in Harris's RDCSS:
 
-1. CAS the root from the old I-node to a descriptor ``(ov, expected_main, nv)``;
-2. complete it (:func:`rdcss_complete`): if ``ov``'s committed main node is still
-   ``expected_main``, CAS the root from the descriptor to ``nv`` (committed: the snapshot's
-   linearization point), else CAS it back to ``ov`` (aborted).
+1. *install*: CAS the root from ``ov`` to the descriptor (fails: the root moved; retry);
+2. *decide*: CAS the status once from UNDECIDED to COMMITTED, if ``ov``'s committed main node
+   is still ``expected``, else to ABORTED (:func:`_verdict`);
+3. *move*: CAS the root from the descriptor to ``nv`` if COMMITTED, to ``ov`` if ABORTED.
 
-Whoever reads a descriptor completes it, so a snapshotting thread parked mid-RDCSS blocks
-nobody. GCAS completion reads the root with ``abort=True``: it rolls the descriptor back
-instead of completing it, because completing calls GCAS_READ on the old root, which could
-recurse into the GCAS being completed.
+Whoever reads a descriptor does steps 2 and 3 (:func:`rdcss_complete`); the initiator's
+answer is the status, read after the descriptor has left the root.
+
+Why this is correct, step by step:
+
+- *What each CAS decides.* Step 1 decides that this RDCSS, and no other, owns the root. Step 2
+  decides its outcome: the first status CAS wins and the status never changes again. Step 3
+  decides nothing: every thread moves the root to the same decided target, so only the first
+  such CAS succeeds and the others fail harmlessly (the root no longer holds the descriptor,
+  which is never installed twice).
+- *Why COMMITTED is right.* It is decided only after a GCAS_READ of ``ov`` returned
+  ``expected``, and ``ov``'s main cannot change between that read and the status CAS. A
+  GCAS on ``ov`` commits only after reading the root as ``ov`` (no other root has its
+  generation): either before the descriptor went in -- then its pending node was already in
+  ``ov`` when the decider read it, and GCAS_READ settled it -- or while the descriptor is in
+  the root, and that read (``abort=True``) decides ABORTED first, so our status CAS fails.
+  The snapshot linearizes at the status CAS to COMMITTED.
+- *Aborting.* GCAS completion reads the root with ``abort=True``: deciding COMMITTED would call
+  GCAS_READ on ``ov``, which could recurse into the very GCAS being completed. An aborter
+  CASes UNDECIDED -> ABORTED. If it finds COMMITTED instead, the snapshot has happened: it
+  moves the root *forward* to ``nv`` and its GCAS, of the old generation, then aborts. Moving
+  the root back to ``ov`` would let that write land in the frozen snapshot.
+- *A helper stopping between two steps blocks nobody.* Stopped after step 1 or 2, the
+  descriptor stays in the root and the next reader does the rest with the same outcome
+  (after step 2 it is fixed). Stopped after step 3, there is nothing left to do: no flag is
+  published after the root moves, so nobody can read a stale answer.
+- *Why the initiator's answer is right.* :func:`rdcss_root` returns only once the descriptor
+  has left the root, which happens only at step 3, after step 2: the status it reads then
+  is the decided one, and the root went to ``nv`` exactly when it is COMMITTED. (Reading a
+  flag set *after* the root CAS, as the Ctrie paper and Scala's ``TrieMap`` do, can answer
+  "failed" for a swap a helper already made; the snapshot then swaps again, and an
+  adversarial schedule keeps snapshots and writers restarting forever: team issue 17.)
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+
+from cereggii import AtomicRef
 
 from .gcas import gcas_read
 from .nodes import INode, MainNode
@@ -25,22 +56,41 @@ from .nodes import INode, MainNode
 if TYPE_CHECKING:  # pragma: no cover
     from .cstrie import CSTrie
 
-__all__ = ["RDCSSDescriptor", "rdcss_read_root", "rdcss_root", "rdcss_complete"]
+__all__ = ["RDCSSDescriptor", "UNDECIDED", "COMMITTED", "ABORTED", "rdcss_read_root",
+           "rdcss_root", "rdcss_complete"]
 
 # The fault-injection hook (see ctrie.faults); None in production.
 _fault = None
 
 
-class RDCSSDescriptor:
-    """A root swap in progress: ``ov`` -> ``nv`` provided ``ov``'s main is ``expected``."""
+class _Status:
+    """A value of a descriptor's status word; compared by identity."""
 
-    __slots__ = ("ov", "expected", "nv", "committed")
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+UNDECIDED = _Status("UNDECIDED")
+COMMITTED = _Status("COMMITTED")
+ABORTED = _Status("ABORTED")
+
+
+class RDCSSDescriptor:
+    """A root swap in progress: ``ov`` -> ``nv`` provided ``ov``'s main is ``expected``.
+    ``status`` (an ``AtomicRef``) goes once from UNDECIDED to COMMITTED or ABORTED."""
+
+    __slots__ = ("ov", "expected", "nv", "status")
 
     def __init__(self, ov: INode, expected: MainNode, nv: INode) -> None:
         self.ov = ov
         self.expected = expected
         self.nv = nv
-        self.committed = False
+        self.status = AtomicRef(UNDECIDED)
 
 
 def _cas_root(trie: CSTrie, old: object, new: object) -> bool:
@@ -52,6 +102,24 @@ def _cas_root(trie: CSTrie, old: object, new: object) -> bool:
     return done
 
 
+def _verdict(trie: CSTrie, desc: RDCSSDescriptor, abort: bool) -> object:
+    """Step 2: the descriptor's outcome, deciding it first if nobody has. One status CAS
+    wins; a loser (or a spurious failure) reads the winner's verdict."""
+    status = desc.status
+    s = status.get()
+    while s is UNDECIDED:
+        if abort:
+            v = ABORTED  # no GCAS_READ here: it could recurse into the GCAS being completed
+        else:
+            v = COMMITTED if gcas_read(desc.ov, trie) is desc.expected else ABORTED
+        if _fault is None or not _fault("rdcss_decide", "before"):
+            status.compare_and_set(UNDECIDED, v)
+            if _fault is not None:
+                _fault("rdcss_decide", "after")
+        s = status.get()
+    return s
+
+
 def rdcss_read_root(trie: CSTrie, abort: bool = False) -> INode:
     """RDCSS_READ_ROOT: the root I-node, settling a descriptor first if one is there."""
     r = trie._root.get()
@@ -61,28 +129,28 @@ def rdcss_read_root(trie: CSTrie, abort: bool = False) -> INode:
 
 
 def rdcss_complete(trie: CSTrie, abort: bool) -> INode:
-    """Settle the descriptor in the root (commit it, or roll it back if ``abort``)."""
+    """Settle whatever descriptor is in the root (steps 2 and 3) until the root holds an
+    I-node, and return it. With ``abort``, decide an undecided descriptor ABORTED instead
+    of reading ``ov`` (a decided one is moved on as decided, forward if COMMITTED)."""
     while True:
         r = trie._root.get()
         if type(r) is INode:
             return r
         desc: RDCSSDescriptor = r
-        if abort:
-            if _cas_root(trie, desc, desc.ov):
-                return desc.ov
-            continue
-        if gcas_read(desc.ov, trie) is desc.expected:
-            if _cas_root(trie, desc, desc.nv):
-                desc.committed = True
-                return desc.nv
-        elif _cas_root(trie, desc, desc.ov):
-            return desc.ov
+        # Step 3: the root's target follows the verdict; if our CAS loses, another thread
+        # moved it there (or a spurious failure): loop and read the root again.
+        target = desc.nv if _verdict(trie, desc, abort) is COMMITTED else desc.ov
+        if _cas_root(trie, desc, target):
+            return target
 
 
 def rdcss_root(trie: CSTrie, ov: INode, expected: MainNode, nv: INode) -> bool:
-    """RDCSS_ROOT: swap the root ``ov`` for ``nv`` if ``ov``'s main is still ``expected``."""
+    """RDCSS_ROOT: swap the root ``ov`` for ``nv`` if ``ov``'s main is still ``expected``.
+    True exactly when the root went to ``nv``; the root holds an I-node on return."""
     desc = RDCSSDescriptor(ov, expected, nv)
     if not _cas_root(trie, ov, desc):
         return False
+    # The descriptor leaves the root only at step 3, after step 2: once the root holds an
+    # I-node again, the status is decided and says where the root went.
     rdcss_complete(trie, abort=False)
-    return desc.committed
+    return desc.status.get() is COMMITTED
