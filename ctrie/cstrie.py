@@ -615,10 +615,11 @@ class CSTrie:
         """The fallback of a lookup whose validation failed ``_MAX_WALKS`` times: walk a
         frozen root, which needs no validation.
 
-        The root read here, ``r0``, is frozen as soon as anyone replaces it (a snapshot's or
-        another fallback's RDCSS): from then on no GCAS can commit on it or below it, so it
-        holds the trie's state at the instant of that replacement, which comes after this
-        read, inside the lookup's interval. If nobody has replaced it yet, this lookup does
+        The root read here, ``r0``, is frozen as soon as anyone's RDCSS (a snapshot's or
+        another fallback's) decides to replace it, which it does before moving the root
+        (:mod:`ctrie.rdcss`): from then on no GCAS can commit on it or below it, so it holds
+        the trie's state at the instant of that decision, which comes after this read,
+        inside the lookup's interval. If nobody has replaced it yet, this lookup does
         (as ``read_only_snapshot`` would). Lookups that fall back together share one swap.
 
         Bound: one walk of the frozen trie. The RDCSS retries only when a write commits on
