@@ -24,7 +24,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-WORKLOAD = """
+# The measured trie, shared with tools/snapshot_cost.py: argv[1] holds the ctrie package, n
+# is argv[2].
+PRELUDE = """
 import sys, time
 sys.path.insert(0, sys.argv[1])
 from ctrie import CSTrie
@@ -32,6 +34,9 @@ n = int(sys.argv[2])
 t = CSTrie()
 for i in range(1000):
     t.subscribe(f"{i % 10}.{i % 50}.{i}", i)
+"""
+
+WORKLOAD = PRELUDE + """
 t0 = time.perf_counter()
 for _ in range(n):
     t.subscribe("foo.*.baz.qux.quux", 1)
