@@ -333,8 +333,77 @@ class CSTrie:
             # the trie stays compact. The parent's own level does the same on return.
             while not self._compress_branch(parent, inode, pword, i == 1, startgen):
                 if self._read_root().gen is not startgen:
+                    # A snapshot froze ``parent`` first: finish from the new root instead.
+                    self._clean_path(words)
                     break
         return res
+
+    def _clean_path(self, words: list[str]) -> None:
+        """Compress every tomb on the path of ``words`` out of the trie of the current root.
+
+        Called by an unsubscribe whose clean-up a snapshot interrupted: its tomb (and any
+        parent entombed in turn) now hangs under I-nodes of an older generation, which no
+        GCAS can change, and the writers that renew those levels copy the tomb into the new
+        generation. In a word-keyed trie nobody may ever walk that path again, so the
+        unsubscribe that made the tomb finishes the job here.
+
+        Each round first reads the path (no writes; an I-node of an older generation shows
+        the main node its renewal would copy), and returns when it meets no tomb: then no
+        tomb of this path is reachable, since a tomb is final and reachable only along its
+        own path. Otherwise it walks the path again as a writer, renewing the levels above
+        the tomb into the root's generation, compresses the tomb out of its parent and
+        starts over (the parent may be a tomb now). A round that loses a race starts over
+        too; it loses only to another operation that completed a step, so the loop is
+        lock-free. O(k) reads per round when the path is clean; a renewal copies its level.
+        """
+        while True:
+            root = self._read_root()
+            if self._first_tomb(root, words) is None:
+                return
+            self._compress_first_tomb(root, words)
+
+    def _first_tomb(self, root: INode, words: list[str]) -> Optional[int]:
+        """The depth of the first tombed I-node on the path of ``words`` below ``root``, or
+        None. Reads only."""
+        inode = root
+        for depth, w in enumerate(words):
+            m = gcas_read(inode, self)
+            if type(m) is not CNode:
+                return depth
+            br = m.branches
+            b = br[w] if w in br else None  # not dict.get: see ctrie/_ftdict.py
+            c = None if b is None else b.inode
+            if type(c) is not INode:
+                return None
+            inode = c
+        return None
+
+    def _compress_first_tomb(self, root: INode, words: list[str]) -> None:
+        """One writer walk of :meth:`_clean_path`: renew the path into ``root``'s generation
+        down to the first tomb and compress it out of its parent. Gives up (the caller
+        re-reads) whenever the path changed or a GCAS lost a race."""
+        gen = root.gen
+        inode, parent, pword = root, None, None
+        i = 0
+        while i < len(words):
+            m = gcas_read(inode, self)
+            if type(m) is not CNode:
+                # ``parent`` is of ``gen`` (renewed below); a snapshot since makes this fail.
+                self._compress_branch(parent, inode, pword, parent is root, gen)
+                return
+            w = words[i]
+            br = m.branches
+            b = br[w] if w in br else None  # not dict.get: see ctrie/_ftdict.py
+            c = None if b is None else b.inode
+            if type(c) is not INode:
+                return  # the path changed under us: read it again
+            if c.gen is not gen:
+                # Renewal leaves the stored pairs unchanged: no linearization point needed.
+                if GCAS(inode, m, self._renewed(m, gen), self):
+                    continue
+                return
+            inode, parent, pword = c, inode, w
+            i += 1
 
     def _compress_branch(self, parent: Optional[INode], tombed: INode, word: Optional[str],
                          parent_is_root: bool, startgen: Gen) -> bool:
