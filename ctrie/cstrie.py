@@ -34,6 +34,7 @@ matter of speed and memory.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Hashable, Iterator
 from typing import Optional
 
@@ -43,12 +44,17 @@ from .errors import ReadOnlyError
 from .gcas import GCAS, gcas_complete, gcas_read
 from .nodes import EMPTY, Branch, CNode, FailedNode, Gen, INode, MainNode, SNode, TNode
 from .rdcss import rdcss_read_root, rdcss_root
+from .size import SizeCounter
 from .topics import Dialect, DialectLike, pattern_validator, require_hashable, topic_validator
 
 __all__ = ["CSTrie"]
 
 # Results of the recursive update steps: RESTART re-reads the root and tries again.
 _RESTART = object()
+
+# How many times len() reads the size counter while writes are inside their windows before
+# it counts a read-only snapshot instead (see ctrie.size).
+_LEN_READS = 8
 
 
 class _Restart(Exception):
@@ -74,7 +80,10 @@ class CSTrie:
       exponential).
     - ``snapshot`` / ``read_only_snapshot``: O(1); the cost is paid lazily by writers, which
       copy each I-node of an older generation the first time they pass it.
-    - ``subscriptions`` / ``len``: O(size of the trie), on a read-only snapshot.
+    - ``subscriptions``: O(size of the trie), on a read-only snapshot.
+    - ``len``: O(1), a validated read of the size counter (:mod:`ctrie.size`); O(size) when
+      writes keep it from validating (then it counts a read-only snapshot), on a read-only
+      snapshot, and once for a writable snapshot (the part it started from).
 
     >>> t = CSTrie()
     >>> t.subscribe("stock.*.ibm", "alice")
@@ -99,10 +108,11 @@ class CSTrie:
         "_amqp",
         "_mqtt",
         "_multi_min",
+        "_size",
     )
 
     def __init__(self, dialect: DialectLike = Dialect.NATS, *, _root: Optional[INode] = None,
-                 _readonly: bool = False) -> None:
+                 _readonly: bool = False, _frozen: Optional[MainNode] = None) -> None:
         d = Dialect.coerce(dialect)
         self.dialect = d
         self._single = d.single
@@ -117,6 +127,8 @@ class CSTrie:
         self._amqp = d is Dialect.AMQP
         self._mqtt = d is Dialect.MQTT
         self._multi_min = d.multi_min
+        # The pair count; ``_frozen``: the frozen main node a writable snapshot starts from.
+        self._size = None if _readonly else SizeCounter(_frozen)
 
     # --- root -------------------------------------------------------------------------------
 
@@ -149,7 +161,7 @@ class CSTrie:
         if self._readonly:
             return self._copy(readonly=False)
         _, expected = self._swap_root_generation()
-        return CSTrie(self.dialect, _root=INode(expected, Gen()))
+        return CSTrie(self.dialect, _root=INode(expected, Gen()), _frozen=expected)
 
     def read_only_snapshot(self) -> CSTrie:
         """An O(1), consistent, read-only view; ``subscribe``/``unsubscribe`` on it raise
@@ -160,8 +172,8 @@ class CSTrie:
         return CSTrie(self.dialect, _root=old_root, _readonly=True)
 
     def _copy(self, readonly: bool) -> CSTrie:
-        root = self._read_root()
-        return CSTrie(self.dialect, _root=INode(gcas_read(root, self), Gen()), _readonly=readonly)
+        m = gcas_read(self._read_root(), self)
+        return CSTrie(self.dialect, _root=INode(m, Gen()), _readonly=readonly, _frozen=m)
 
     # --- subscribe --------------------------------------------------------------------------
 
@@ -233,9 +245,10 @@ class CSTrie:
                     return None if GCAS(inode, m, m.updated(w, nb, single, multi), self) else _RESTART
                 # Another pattern: expand the S-node into I-nodes down to where the two
                 # patterns part. The stored patterns are unchanged by this GCAS, so it needs
-                # no linearization point of its own; then read this level again and go on.
+                # no linearization point of its own (``neutral``: it moves the S-node's pairs
+                # out of this level without changing the count); then read this level again.
                 nb = Branch(b.subs, self._expanded(child, rest, startgen))
-                if GCAS(inode, m, m.updated(w, nb, single, multi), self):
+                if GCAS(inode, m, m.updated(w, nb, single, multi), self, neutral=True):
                     continue
                 return _RESTART
             if child.gen is not startgen:
@@ -255,8 +268,9 @@ class CSTrie:
             if type(c) is INode and c.gen is not gen:  # S-nodes are immutable: shared
                 b = Branch(b.subs, INode(gcas_read(c, self), gen))
             branches[w] = b
-        # Same words, same branches or copies of them: the insertion tokens carry over.
-        return CNode(branches, self._single, self._multi, m.lit, m.wc)
+        # Same words, same branches or copies of them: the insertion tokens and the pair
+        # count carry over.
+        return CNode(branches, self._single, self._multi, m.lit, m.wc, m.npairs)
 
     # --- unsubscribe ------------------------------------------------------------------------
 
@@ -824,8 +838,43 @@ class CSTrie:
         return dict(self.read_only_snapshot()._items())
 
     def __len__(self) -> int:
-        """Number of stored (pattern, subscriber) pairs, as of one instant. O(size)."""
-        return sum(len(s) for _, s in self.read_only_snapshot()._items())
+        """Number of stored (pattern, subscriber) pairs, as of one instant.
+
+        On a writable trie, O(1) and no snapshot: a validated read of the size counter
+        (:mod:`ctrie.size`, where the argument for its linearization point is), retried
+        while writes are inside their windows; after ``_LEN_READS`` failed reads it counts
+        a read-only snapshot instead, O(size). The first ``len()`` of a writable snapshot
+        also counts, once, the frozen part it started from. On a read-only snapshot: O(size).
+        """
+        size = self._size
+        if size is None:
+            return self._count_pairs(gcas_read(self._read_root(), self))
+        for _ in range(_LEN_READS):
+            n = size.read()
+            if n is not None:
+                base = size.base
+                if base is None:
+                    # Frozen: no GCAS changes it, so any thread may count it, at any time.
+                    base = size.base = self._count_pairs(size.frozen)
+                    size.frozen = None  # nothing else needs it: let it be collected
+                return base + n
+            time.sleep(0)  # let a write inside its window finish
+        return len(self.read_only_snapshot())
+
+    def _count_pairs(self, m: Optional[MainNode]) -> int:
+        """The pairs stored in the frozen subtree of main node ``m``. O(its size)."""
+        n = 0
+        stack = [m]
+        while stack:
+            m = stack.pop()
+            if type(m) is not CNode:
+                continue  # a tomb (or None: nothing)
+            n += m.npairs
+            for b in m.branches.values():
+                c = b.inode
+                if type(c) is INode:
+                    stack.append(gcas_read(c, self))
+        return n
 
     def __repr__(self) -> str:
         kind = "read-only " if self._readonly else ""
@@ -838,7 +887,8 @@ class CSTrie:
 
         Meant for quiescent moments (no thread mid-operation). Checks: the root is an I-node
         holding a C-node; no main node has a pending GCAS; every C-node's wildcard caches
-        agree with its branches; below the root, no tomb and no empty C-node is reachable; a
+        and pair counts agree with its branches; below the root, no tomb and no empty C-node
+        is reachable; on a writable trie, the size counter agrees with the pairs stored; a
         branch without a child has subscribers; generations are consistent (an I-node of the
         root's generation never hangs below one of an older generation, because renewal
         works top-down); no I-node is reachable twice.
@@ -848,6 +898,7 @@ class CSTrie:
         gen = root.gen
         seen: set[int] = set()
         stack: list[tuple[INode, str, bool]] = [(root, "", True)]
+        pairs = 0
         while stack:
             inode, path, in_gen = stack.pop()
             assert id(inode) not in seen, f"I-node reachable twice (at {path!r})"
@@ -863,6 +914,8 @@ class CSTrie:
             assert is_root or m.branches, f"empty C-node below the root at {path!r}"
             assert m.pwc is m.branches.get(self._single), f"stale '{self._single}' cache at {path!r}"
             assert m.fwc is m.branches.get(self._multi), f"stale '{self._multi}' cache at {path!r}"
+            assert m.npairs == CNode(m.branches, "", "").npairs, f"stale pair count at {path!r}"
+            pairs += m.npairs
             for w, b in m.branches.items():
                 assert type(b) is Branch, f"not a branch at {path + w!r}: {b!r}"
                 assert type(b.subs) is frozenset, f"subscribers not a frozenset at {path + w!r}"
@@ -877,6 +930,11 @@ class CSTrie:
                 else:
                     assert type(c) is INode, f"branch child is a {type(c).__name__} at {path + w!r}"
                     stack.append((c, path + w + self.dialect.separator, in_gen and here))
+        size = self._size
+        n = None if size is None else size.read()
+        if n is not None:  # None: a window left open by an exception; len() then counts
+            base = size.base if size.base is not None else self._count_pairs(size.frozen)
+            assert base + n == pairs, f"size counter says {base + n}, the trie holds {pairs} pairs"
 
 
 _get = AtomicRef.get

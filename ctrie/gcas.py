@@ -92,10 +92,31 @@ def gcas_complete(inode: INode, m: MainNode, trie: CSTrie) -> MainNode:
             m = inode.main.get()
 
 
-def GCAS(inode: INode, old: MainNode, new: MainNode, trie: CSTrie) -> bool:
+def GCAS(inode: INode, old: MainNode, new: MainNode, trie: CSTrie, neutral: bool = False) -> bool:
     """Replace ``old`` by ``new`` in ``inode`` if the root's generation is still the
     I-node's. True when ``new`` is committed (the write's linearization point), False when
-    the I-node changed first or a snapshot intervened: the caller re-reads and retries."""
+    the I-node changed first or a snapshot intervened: the caller re-reads and retries.
+
+    A GCAS that changes the number of stored pairs (``new.npairs != old.npairs``; pass
+    ``neutral=True`` for one that only moves pairs, as an S-node's expansion does) runs
+    inside the trie's size window, so that ``len()`` never reads a count between a commit
+    and its bump (see :mod:`ctrie.size`). An exception escaping the GCAS (only a fault hook
+    can raise there) leaves the window open for good: ``len()`` then always counts a
+    snapshot, slower but never wrong."""
+    delta = new.npairs - old.npairs  # type: ignore[attr-defined]
+    if not delta or neutral:
+        return _gcas(inode, old, new, trie)
+    size = trie._size
+    size.enters.increment_and_get()  # before ``new`` can be seen by anyone
+    committed = _gcas(inode, old, new, trie)
+    if committed:
+        size.pairs.increment_and_get(delta)
+    size.exits.increment_and_get()
+    return committed
+
+
+def _gcas(inode: INode, old: MainNode, new: MainNode, trie: CSTrie) -> bool:
+    """The GCAS itself (see :func:`GCAS`)."""
     new.prev = AtomicRef(old)
     if _fault is not None and _fault("inode_cas", "before"):
         new.prev = None

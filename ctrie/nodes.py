@@ -120,13 +120,20 @@ class CNode(MainNode):
     a :class:`Branch` object (every write makes a new one), which makes identity a sound
     test for "unchanged since it was read" of present words too.
 
+    ``npairs`` is the number of (pattern, subscriber) pairs stored at this level: the
+    subscribers of its branches and of their S-nodes, not those below child I-nodes. A GCAS
+    that replaces one C-node by another changes the trie's size by the difference (except an
+    S-node's expansion, which moves pairs into a new I-node): that is how the trie keeps its
+    count (:mod:`ctrie.size`). The builders keep it in O(1); the constructor counts it in
+    O(branches) unless told.
+
     Immutable once published: updates build a new C-node (O(branches) for the dict copy).
     """
 
-    __slots__ = ("branches", "pwc", "fwc", "lit", "wc")
+    __slots__ = ("branches", "pwc", "fwc", "lit", "wc", "npairs")
 
     def __init__(self, branches: dict[str, Branch], single: str, multi: str,
-                 lit: object = None, wc: object = None) -> None:
+                 lit: object = None, wc: object = None, npairs: Optional[int] = None) -> None:
         self.prev = None
         self.branches = branches
         # not dict.get: see ctrie/_ftdict.py
@@ -134,34 +141,49 @@ class CNode(MainNode):
         self.fwc = branches[multi] if multi in branches else None
         self.lit = object() if lit is None else lit
         self.wc = object() if wc is None else wc
+        self.npairs = sum(map(_pairs, branches.values())) if npairs is None else npairs
 
     def updated(self, word: str, branch: Branch, single: str, multi: str) -> CNode:
         """A copy with ``word`` mapped to ``branch`` (a new insertion token if ``word`` is
         new here)."""
         branches = self.branches.copy()
+        c = branch.inode  # _pairs(branch) inlined: this runs on every write
+        n = self.npairs + (len(branch.subs) + len(c.subs) if type(c) is SNode else len(branch.subs))
         lit, wc = self.lit, self.wc
-        if word not in branches:
-            if word == single or word == multi:
-                wc = None  # a fresh token
-            else:
-                lit = None
+        if word in branches:
+            b = branches[word]
+            c = b.inode
+            n -= len(b.subs) + len(c.subs) if type(c) is SNode else len(b.subs)
+        elif word == single or word == multi:
+            wc = None  # a fresh token
+        else:
+            lit = None
         branches[word] = branch
-        return CNode(branches, single, multi, lit, wc)
+        return CNode(branches, single, multi, lit, wc, n)
 
     def removed(self, word: str, single: str, multi: str) -> CNode:
         """A copy without ``word`` (same insertion tokens)."""
         branches = self.branches.copy()
-        del branches[word]
-        return CNode(branches, single, multi, self.lit, self.wc)
+        b = branches.pop(word)
+        c = b.inode  # _pairs(b) inlined: this runs on every write
+        n = self.npairs - (len(b.subs) + len(c.subs) if type(c) is SNode else len(b.subs))
+        return CNode(branches, single, multi, self.lit, self.wc, n)
 
     def __repr__(self) -> str:
         return f"CNode({self.branches!r})"
+
+
+def _pairs(b: Branch) -> int:
+    """The pairs a branch stores at its own level: its subscribers and its S-node's."""
+    c = b.inode
+    return len(b.subs) + len(c.subs) if type(c) is SNode else len(b.subs)
 
 
 class TNode(MainNode):
     """A tomb: the last main node an I-node ever holds. It stands for an empty subtree."""
 
     __slots__ = ()
+    npairs = 0  # an empty subtree stores no pair
 
     def __repr__(self) -> str:
         return "TNode()"

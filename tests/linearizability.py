@@ -28,8 +28,8 @@ class Op:
     """One completed operation of a history."""
 
     thread: int
-    name: str  # "subscribe", "unsubscribe", "lookup" or "snapshot"
-    arg: Any  # (pattern, subscriber) for updates, topic for lookup, None for snapshot
+    name: str  # "subscribe", "unsubscribe", "lookup", "snapshot" or "len"
+    arg: Any  # (pattern, subscriber) for updates, topic for lookup, None for snapshot and len
     result: Any
     call: int
     ret: int
@@ -41,7 +41,8 @@ def make_spec(matches: Callable[[str, str], bool]) -> Callable[[State, Op], Opti
     ``op`` if ``op``'s recorded result is legal in ``state``, else None.
 
     ``matches(pattern, topic)`` is the reference matcher (memoise it: it is called often).
-    A read-only snapshot's result is the frozenset of (pattern, subscriber) pairs it holds.
+    A read-only snapshot's result is the frozenset of (pattern, subscriber) pairs it holds;
+    ``len``'s is their number.
     """
 
     def step(state: State, op: Op) -> Optional[State]:
@@ -58,6 +59,8 @@ def make_spec(matches: Callable[[str, str], bool]) -> Callable[[State, Op], Opti
             return state - {op.arg} if present else state
         if name == "snapshot":
             return state if op.result == state else None
+        if name == "len":
+            return state if op.result == len(state) else None
         raise ValueError(f"unknown operation {name!r}")
 
     return step

@@ -39,23 +39,31 @@ matches_nats = functools.lru_cache(maxsize=None)(lambda p, t: matches(p, t, "nat
 SPEC = make_spec(matches_nats)
 
 
-def record_history(trie: CSTrie, rnd: random.Random) -> list[Op]:
-    """Run one concurrent history on ``trie`` and return its operations."""
-    plans = []
-    for _ in range(THREADS):
-        plan = []
-        for _ in range(OPS_PER_THREAD):
-            r = rnd.random()
-            pair = (rnd.choice(PATTERNS), rnd.choice(SUBSCRIBERS))
-            if r < 0.35:
-                plan.append(("subscribe", pair))
-            elif r < 0.60:
-                plan.append(("unsubscribe", pair))
-            elif r < 0.95:
-                plan.append(("lookup", rnd.choice(TOPICS)))
-            else:
-                plan.append(("snapshot", None))
-        plans.append(plan)
+def make_draw(lookups_below: float = 0.95, rest: str = "snapshot"):
+    """A draw of one seeded operation (name, argument): subscribe 35%, unsubscribe 25%,
+    lookup up to ``lookups_below``, and the ``rest`` ("snapshot" or "len") after that."""
+
+    def draw(rnd: random.Random) -> tuple[str, object]:
+        r = rnd.random()
+        pair = (rnd.choice(PATTERNS), rnd.choice(SUBSCRIBERS))
+        if r < 0.35:
+            return "subscribe", pair
+        if r < 0.60:
+            return "unsubscribe", pair
+        if r < lookups_below:
+            return "lookup", rnd.choice(TOPICS)
+        return rest, None
+
+    return draw
+
+
+draw_op = make_draw()
+
+
+def record_history(trie: CSTrie, rnd: random.Random, draw=draw_op) -> list[Op]:
+    """Run one concurrent history of operations drawn by ``draw`` on ``trie`` and return
+    its operations."""
+    plans = [[draw(rnd) for _ in range(OPS_PER_THREAD)] for _ in range(THREADS)]
 
     clock = time.monotonic_ns
 
@@ -74,6 +82,10 @@ def record_history(trie: CSTrie, rnd: random.Random) -> list[Op]:
                 t0 = clock()
                 res = trie.lookup(arg)
                 t1 = clock()
+            elif name == "len":
+                t0 = clock()
+                res = len(trie)
+                t1 = clock()
             else:
                 t0 = clock()
                 snap = trie.read_only_snapshot()
@@ -86,8 +98,9 @@ def record_history(trie: CSTrie, rnd: random.Random) -> list[Op]:
     return [op for ops in per_thread for op in ops]
 
 
-def run_histories(n: int, seed: int, stop_at_first: bool = False) -> dict:
-    """Record and check ``n`` histories; return the tally (and the first violation)."""
+def run_histories(n: int, seed: int, stop_at_first: bool = False, draw=draw_op) -> dict:
+    """Record and check ``n`` histories of operations drawn by ``draw``; return the tally
+    (and the first violation)."""
     rnd = random.Random(seed)
     tally = {"histories": 0, "operations": 0, "violations": 0, "unknown": 0, "first": None}
     with switch_interval(1e-6):
@@ -96,7 +109,7 @@ def run_histories(n: int, seed: int, stop_at_first: bool = False) -> dict:
             initial = frozenset((rnd.choice(PATTERNS), rnd.choice(SUBSCRIBERS)) for _ in range(3))
             for p, s in initial:
                 trie.subscribe(p, s)
-            history = record_history(trie, rnd)
+            history = record_history(trie, rnd, draw)
             verdict = check(history, SPEC, initial)
             tally["histories"] += 1
             tally["operations"] += len(history)
@@ -187,7 +200,7 @@ def test_cstrie_histories_are_linearizable(figures):
     assert tally["unknown"] <= tally["histories"] // 100, f"too many undecided histories: {tally}"
 
 
-def _broken_gcas(inode, old, new, trie):
+def _broken_gcas(inode, old, new, trie, neutral=False):
     """The mutant: GCAS's compare-and-swap replaced by a read, a yield, then a write."""
     if inode.main.get() is not old:
         return False
