@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Optional
 from cereggii import AtomicRef
 
 from .nodes import FailedNode, INode, MainNode
+from .size import WINDOWS
 
 if TYPE_CHECKING:  # pragma: no cover
     from .cstrie import CSTrie
@@ -103,32 +104,27 @@ def GCAS(inode: INode, old: MainNode, new: MainNode, trie: CSTrie, neutral: bool
     and its bump (see :mod:`ctrie.size`). An exception escaping the GCAS (only a fault hook
     can raise there) leaves the window open for good: ``len()`` then always counts a
     snapshot, slower but never wrong."""
-    delta = new.npairs - old.npairs  # type: ignore[attr-defined]
-    if not delta or neutral:
-        return _gcas(inode, old, new, trie)
-    size = trie._size
-    size.enters.increment_and_get()  # before ``new`` can be seen by anyone
-    committed = _gcas(inode, old, new, trie)
-    if committed:
-        size.pairs.increment_and_get(delta)
-    size.exits.increment_and_get()
-    return committed
-
-
-def _gcas(inode: INode, old: MainNode, new: MainNode, trie: CSTrie) -> bool:
-    """The GCAS itself (see :func:`GCAS`)."""
+    delta = 0 if neutral else new.npairs - old.npairs  # type: ignore[attr-defined]
+    if delta:
+        state = trie._size.state  # type: ignore[union-attr]
+        state.increment_and_get(1)  # open the window before ``new`` can be seen by anyone
     new.prev = AtomicRef(old)
     if _fault is not None and _fault("inode_cas", "before"):
         new.prev = None
-        return False
-    if not inode.main.compare_and_set(old, new):
+        committed = False
+    elif inode.main.compare_and_set(old, new):
+        if _fault is not None:
+            _fault("inode_cas", "after")
+        gcas_complete(inode, new, trie)
+        # Read the verdict from the AtomicRef, not the hint: None means committed.
+        p: Optional[AtomicRef] = new.prev
+        committed = p is None or p.get() is None
+    else:
         if _fault is not None:
             _fault("inode_cas", "after")
         new.prev = None  # never published: plain again, so it can be retried or dropped
-        return False
-    if _fault is not None:
-        _fault("inode_cas", "after")
-    gcas_complete(inode, new, trie)
-    # Read the verdict from the AtomicRef, not the hint: None means committed.
-    p: Optional[AtomicRef] = new.prev
-    return p is None or p.get() is None
+        committed = False
+    if delta:
+        # Count and close in one atomic step (a count bumped apart would not linearize).
+        state.increment_and_get(delta * WINDOWS - 1 if committed else -1)
+    return committed

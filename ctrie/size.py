@@ -1,24 +1,24 @@
 """The CS-trie's size without a snapshot: a counter whose reads are linearizable.
 
-A bare counter bumped after each write's GCAS commit is not linearizable: between a commit
-and its bump, a lookup can already see the new pair while ``len()`` still reads the old
-count, a size that no instant had once the lookup has returned. So every write that changes
-the number of stored pairs runs a *window* around its GCAS (:func:`ctrie.gcas.GCAS`):
+A bare counter bumped after each commit is not linearizable: between a commit and its bump,
+a lookup can already see the new pair while ``len()`` still reads the old count, a size that
+no instant had once the lookup has returned. So every write that changes the number of
+stored pairs runs a *window* around its GCAS (:func:`ctrie.gcas.GCAS`), and one atomic
+integer holds both the count and the number of open windows:
+``state = pairs * WINDOWS + open``, with ``0 <= open < WINDOWS``.
 
-1. ``enters += 1``, before the new main node can be seen by anyone;
+1. ``state += 1``: the window opens, before the new main node can be seen by anyone;
 2. the GCAS; its commit (by the writer or by a helper) happens before GCAS returns;
-3. ``pairs += delta`` if it committed;
-4. ``exits += 1``.
+3. ``state += delta * WINDOWS - 1`` if it committed, else ``state -= 1``: the count and the
+   closing of the window in one atomic step.
 
-Each write's commit and bump both lie inside its window. A read (:meth:`SizeCounter.read`)
-takes ``x = exits``, then ``e = enters``, then ``n = pairs``, then ``enters`` again, and
-is valid only if ``x == e`` and the second ``enters`` is still ``e``. Then no window was
-open while ``n`` was read: ``enters >= exits`` at every instant (a write enters before it
-exits) and both only grow, so at the first read ``enters`` was at least ``x`` and at most
-``e == x``, i.e. every window opened so far had closed; and since ``enters`` did not move
-until the last read, no window opened after. With no window open, every commit so far was
-counted and every count came from a commit, so ``n`` was the number of pairs (less the
-base) at the instant it was read: the read linearizes there.
+A read (:meth:`SizeCounter.read`) is one atomic load of ``state``, valid when ``open == 0``.
+Every write's commit lies inside its window, so with no window open at the instant of the
+load, every commit so far has been counted and every count came from a commit: ``pairs`` was
+the number of stored pairs (less the base) at that instant, and the read linearizes there.
+``open`` never reaches ``WINDOWS`` (2**20: more threads than can be inside a GCAS at once),
+so the two fields never mix; Python's ``divmod`` decodes a negative ``pairs`` too (a writable
+snapshot that removes pairs of its frozen start).
 
 A read fails while some window is open; ``len()`` retries a few times and then falls back to
 counting a read-only snapshot, so a writer parked inside its window (or a steady stream of
@@ -37,37 +37,32 @@ from cereggii import AtomicInt64
 
 from .nodes import MainNode
 
-__all__ = ["SizeCounter"]
+__all__ = ["SizeCounter", "WINDOWS"]
+
+
+WINDOWS = 1 << 20  # the ``state`` field width of the open windows
 
 
 class SizeCounter:
     """Counts a writable trie's pairs; see the module docstring for the protocol.
 
-    Thread-safety: ``enter``/``leave`` may run in any number of threads at once, and so may
-    ``read``; each is a few atomic operations, O(1)."""
+    Thread-safety: writers update ``state`` with atomic adds from any number of threads and
+    :meth:`read` is one atomic load; each is O(1)."""
 
-    __slots__ = ("enters", "exits", "pairs", "base", "frozen")
+    __slots__ = ("state", "base", "frozen")
 
     def __init__(self, frozen: Optional[MainNode] = None) -> None:
-        self.enters = AtomicInt64(0)
-        self.exits = AtomicInt64(0)
-        self.pairs = AtomicInt64(0)  # committed pairs added less pairs removed
+        self.state = AtomicInt64(0)  # pairs * WINDOWS + open windows
         # The pairs of ``frozen`` (None: nothing, base 0), counted on demand by the trie.
         self.frozen = frozen
         self.base: Optional[int] = 0 if frozen is None else None
 
     def read(self) -> Optional[int]:
-        """``pairs`` as of one instant at which no write was inside its window, or None
-        when a window may have been open (then the caller retries)."""
-        x = self.exits.get()
-        e = self.enters.get()
-        if e != x:
-            return None
-        n = self.pairs.get()
-        if self.enters.get() != e:
-            return None
-        return n
+        """The pairs counted, as of an instant at which no write was inside its window, or
+        None when a window was open (then the caller retries)."""
+        pairs, open_windows = divmod(self.state.get(), WINDOWS)
+        return None if open_windows else pairs
 
     def __repr__(self) -> str:
-        return (f"<SizeCounter pairs={self.pairs.get()} enters={self.enters.get()} "
-                f"exits={self.exits.get()} base={self.base}>")
+        pairs, open_windows = divmod(self.state.get(), WINDOWS)
+        return f"<SizeCounter pairs={pairs} open={open_windows} base={self.base}>"

@@ -111,7 +111,8 @@ def test_a_counter_read_without_its_window_check_is_caught(monkeypatch, op):
     """The mutant reads the bare counter: the schedule above must catch it."""
     import ctrie.size  # here, not at the top: the module is new, and the file must also run on older code
 
-    monkeypatch.setattr(ctrie.size.SizeCounter, "read", lambda self: self.pairs.get())
+    monkeypatch.setattr(ctrie.size.SizeCounter, "read",
+                        lambda self: self.state.get() // ctrie.size.WINDOWS)
     seen, during, after = _lookup_then_len_beside_a_parked_commit(op)
     lookup_result, size = WANT[op]
     assert seen == lookup_result and after == size
