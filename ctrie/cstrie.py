@@ -30,6 +30,16 @@ I-nodes. A subscribe that must pass through an S-node first expands it into I-no
 GCAS that leaves the stored patterns unchanged. Unsubscribe does not contract chains back
 into S-nodes: removal still returns the trie to its empty shape, and compression is only a
 matter of speed and memory.
+
+Tombs: the unsubscribe that entombs an I-node owns its clean-up until the tomb (and any
+parent entombed in turn) is out of the trie of the current root; when a snapshot freezes the
+parent first, it finishes from the new root (:meth:`CSTrie._clean_path`). So once no
+operation runs no tomb is reachable, whatever snapshots were taken meanwhile.
+
+Size: ``len()`` takes no snapshot (which would make the next writes renew every level they
+pass). Each C-node carries the number of pairs stored at its level, so each GCAS knows how
+much it changes the count, and counts it inside a window that a ``len()`` read can see
+(:mod:`ctrie.size`): the read linearizes at an instant when no count was pending.
 """
 
 from __future__ import annotations

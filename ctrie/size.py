@@ -26,7 +26,9 @@ writes) can delay it but never makes it wrong or stuck.
 
 ``base`` is the number of pairs of the frozen main node a writable snapshot started from
 (its I-nodes all belong to an older generation, so no GCAS ever changes them); it is counted
-once, on the first ``len()`` that needs it, which keeps ``snapshot()`` O(1).
+once, on the first ``len()`` that needs it, which keeps ``snapshot()`` O(1). Until then the
+snapshot holds that frozen main node (and so the nodes below it) even if its own writes have
+replaced them all.
 """
 
 from __future__ import annotations
