@@ -36,6 +36,10 @@ parent entombed in turn) is out of the trie of the current root; when a snapshot
 parent first, it finishes from the new root (:meth:`CSTrie._clean_path`). So once no
 operation runs no tomb is reachable, whatever snapshots were taken meanwhile.
 
+Depth: every walk (subscribe, unsubscribe, lookup, the AMQP walk, whole-trie reads) keeps
+an explicit stack, so patterns and topics have no depth limit, and tests an S-node's length
+before it compares words, so a lookup touches O(k) words per matching path.
+
 Size: ``len()`` takes no snapshot (which would make the next writes renew every level they
 pass). Each C-node carries the number of pairs stored at its level, so each GCAS knows how
 much it changes the count, and counts it inside a window that a ``len()`` read can see
@@ -45,14 +49,14 @@ much it changes the count, and counts it inside a window that a ``len()`` read c
 from __future__ import annotations
 
 import time
-from collections.abc import Hashable, Iterator
+from collections.abc import Collection, Hashable, Iterator
 from typing import Optional
 
 from cereggii import AtomicRef
 
 from .errors import ReadOnlyError
 from .gcas import GCAS, gcas_complete, gcas_read
-from .nodes import EMPTY, Branch, CNode, FailedNode, Gen, INode, MainNode, SNode, TNode
+from .nodes import EMPTY, Branch, CNode, FailedNode, Gen, INode, MainNode, SNode, TNode, automaton
 from .rdcss import rdcss_read_root, rdcss_root
 from .size import SizeCounter
 from .topics import Dialect, DialectLike, pattern_validator, require_hashable, topic_validator
@@ -297,17 +301,29 @@ class CSTrie:
         require_hashable(subscriber)
         while True:
             root = self._read_root()
-            res = self._remove(root, None, None, words, 0, subscriber, root.gen)
+            res = self._remove(root, words, subscriber)
             if res is not _RESTART:
                 return res  # type: ignore[return-value]
 
     def _is_tomb(self, inode: INode) -> bool:
         return type(gcas_read(inode, self)) is TNode
 
-    def _remove(self, inode: INode, parent: Optional[INode], pword: Optional[str],
-                words: list[str], i: int, subscriber: Hashable, startgen: Gen) -> object:
-        """Scala's rec_remove: returns True, False or _RESTART."""
+    def _remove(self, root: INode, words: list[str], subscriber: Hashable) -> object:
+        """Scala's rec_remove, as a loop: returns True, False or _RESTART.
+
+        It goes down the path of ``words`` keeping the I-nodes it passed on an explicit
+        stack (``frames``), commits the removal at the last level, then climbs back up the
+        stack doing each level's clean-up, as the recursion's returns would: no depth limit.
+        O(k) plus the C-node copies.
+        """
         single, multi = self._single, self._multi
+        startgen = root.gen
+        last = len(words) - 1
+        frames: list[tuple[INode, Optional[INode], Optional[str]]] = []
+        inode: INode = root
+        parent: Optional[INode] = None
+        pword: Optional[str] = None
+        i = 0
         while True:
             m = gcas_read(inode, self)
             if type(m) is not CNode:
@@ -319,7 +335,7 @@ class CSTrie:
             if b is None:
                 return False
             child = b.inode
-            if i == len(words) - 1:
+            if i == last:
                 if subscriber not in b.subs:
                     return False
                 subs = b.subs - {subscriber}
@@ -328,17 +344,22 @@ class CSTrie:
             elif child is None:
                 return False
             elif type(child) is SNode:
-                if subscriber not in child.subs or child.words != tuple(words[i + 1:]):
+                t = child.words
+                # Length first: comparing with a slice of the rest would copy it.
+                if (subscriber not in child.subs or len(t) != last - i
+                        or t != tuple(words[i + 1:])):
                     return False
                 rest = child.subs - {subscriber}
-                subs, child = b.subs, (SNode(child.words, rest, single, multi) if rest else None)
+                subs, child = b.subs, (SNode(t, rest, single, multi) if rest else None)
             elif child.gen is not startgen:
                 if GCAS(inode, m, self._renewed(m, startgen), self):
                     continue
                 return _RESTART
             else:
-                res = self._remove(child, inode, w, words, i + 1, subscriber, startgen)
-                break
+                frames.append((inode, parent, pword))
+                inode, parent, pword = child, inode, w
+                i += 1
+                continue
             # Here the pair was found on this level: ``subs`` and ``child`` are what the
             # branch keeps.
             if subs or child is not None:
@@ -350,17 +371,21 @@ class CSTrie:
             # Linearization point: the commit of this GCAS.
             if not GCAS(inode, m, nm, self):
                 return _RESTART
-            res = True
             break
-        if res is True and parent is not None and self._is_tomb(inode):
-            # Scala's cleanParent: this I-node is a tomb now; take it out of the parent so
-            # the trie stays compact. The parent's own level does the same on return.
-            while not self._compress_branch(parent, inode, pword, i == 1, startgen):
-                if self._read_root().gen is not startgen:
-                    # A snapshot froze ``parent`` first: finish from the new root instead.
-                    self._clean_path(words)
-                    break
-        return res
+        # The pair is removed. Climb back up (``i`` is the depth of ``inode``).
+        while parent is not None:
+            if self._is_tomb(inode):
+                # Scala's cleanParent: this I-node is a tomb now; take it out of the parent
+                # so the trie stays compact. The parent, entombed in turn, goes next level up.
+                while not self._compress_branch(parent, inode, pword, i == 1, startgen):
+                    if self._read_root().gen is not startgen:
+                        # A snapshot froze ``parent`` first: finish from the new root. That
+                        # cleans the whole path; the levels above are frozen too.
+                        self._clean_path(words)
+                        return True
+            inode, parent, pword = frames.pop()
+            i -= 1
+        return True
 
     def _clean_path(self, words: list[str]) -> None:
         """Compress every tomb on the path of ``words`` out of the trie of the current root.
@@ -479,6 +504,8 @@ class CSTrie:
         level, and no tomb test -- a tomb has no ``fwc``, so meeting one raises
         AttributeError, handled off the hot path.
         """
+        if self._amqp:
+            return self._lookup_amqp(self._validate_topic(topic))
         mqtt = self._mqtt
         # The validators' fast paths (ctrie.topics), inlined: a call costs as much as a
         # level of the walk. Whatever they do not accept at once (including a non-str,
@@ -489,8 +516,6 @@ class CSTrie:
                 if not topic or "+" in topic or "#" in topic or "\x00" in topic:
                     raise _Slow
                 words = topic.split("/")
-            elif self._amqp:
-                return self._lookup_amqp(self._validate_topic(topic))
             else:
                 if not topic.isprintable() or " " in topic or "*" in topic or ">" in topic:
                     raise _Slow
@@ -555,14 +580,11 @@ class CSTrie:
                                 if type(c) is SNode:
                                     # _snode_ok(c, words, i, multi_min) inlined: in a sparse trie
                                     # most lookups end in an S-node on this branch.
+                                    # Lengths first, then one slice: O(len(key)).
                                     key = c.key
-                                    if c.open:
-                                        r = words[i:i + len(key)]
-                                        ok = len(words) - i >= len(key) + self._multi_min
-                                    else:
-                                        r = words[i:]
-                                        ok = len(r) == len(key)
-                                    if ok:
+                                    lk = len(key)
+                                    if (n - i >= lk + self._multi_min) if c.open else (n - i == lk):
+                                        r = words[i:i + lk]
                                         for j in c.wild:
                                             r[j] = None
                                         if r == key:
@@ -749,8 +771,9 @@ class CSTrie:
         raise _Restart  # already compressed out of the parent: the parent changed
 
     def _lookup_amqp(self, words: list[str]) -> frozenset:
-        """AMQP lookup: :meth:`_walk_amqp` with the same retry and double collect as
-        :meth:`lookup`."""
+        """AMQP lookup: :meth:`_walk_amqp`, validated as :meth:`lookup` validates its walk
+        (:meth:`_validate`: only the parts each visit used), at most ``_MAX_WALKS`` walks,
+        then the frozen root."""
         walks = 0
         while True:
             if walks == _MAX_WALKS:
@@ -763,63 +786,125 @@ class CSTrie:
                 self._walk_amqp(root, words, hits, seen)
             except _Restart:
                 continue
-            if len(seen) > 2 and not self._readonly and list(map(_get, seen[::2])) != seen[1::2]:
+            if (len(seen) > 3 and not self._readonly
+                    and list(map(_get, seen[::3])) != seen[1::3]
+                    and not self._validate(seen, words)):
                 continue
-            return EMPTY.union(*hits) if hits else EMPTY
+            if not hits:
+                return EMPTY
+            return hits[0] if len(hits) == 1 else EMPTY.union(*hits)
 
     def _walk_amqp(self, root: INode, words: list[str], hits: list, seen: list) -> None:
-        """AMQP: '#' matches zero or more words anywhere, so several paths can reach the same
-        (I-node, position); each is expanded once (``done``), which bounds the walk by
-        visited nodes x (k + 1) however the patterns nest '#'."""
-        n = len(words)
-        ap = seen.append
-        add = hits.append
-        done: set = set()
-        trie = self
+        """AMQP: '#' matches zero or more words anywhere. Iterative, with an explicit stack.
 
-        def visit(inode: INode, parent: Optional[INode], i: int) -> None:
-            key = (id(inode), i)
-            if key in done:
-                return
-            done.add(key)
+        A state is (I-node, index of the next word). The trie is a tree, so a state is
+        reached only from its parent's state one word back, or through the parent's '#'
+        branch; ``absorbed`` keeps, per I-node, the smallest index its '#' branch was
+        entered at, and a later entry at a smaller index pushes only the indices below it.
+        So every state is visited at most once: O(I-nodes x (n + 1)) visits in all, however
+        the patterns nest '#'. An S-node without an inner '#' is matched on the spot in
+        O(its length); one with an inner '#' once after the walk, from every index that
+        reached it (:func:`_tail_ok_amqp`).
+
+        Each visit records (AtomicRef, main node, index) in ``seen`` for :meth:`_validate`:
+        it used that node's '#' and '*' branches and the branch of ``words[index]``.
+        Written as one loop, the two branches unrolled, for speed.
+        """
+        n = len(words)
+        add = hits.append
+        absorbed: dict[INode, int] = {}
+        # S-nodes with an inner '#': S-node -> [start indices, smallest index of a '#'
+        # branch above it (then it may start at any index from there)].
+        later: dict[SNode, list] = {}
+        stack: list[tuple[INode, Optional[INode], int]] = [(root, None, 0)]
+        pop, push = stack.pop, stack.append
+        while stack:
+            inode, parent, i = pop()
             ref = inode.main
             m = ref.get()
             if m.prev is not None:
-                m = gcas_complete(inode, m, trie)
-            ap(ref)
-            ap(m)
-            if type(m) is not CNode:
-                return trie._tomb_met(inode, parent, root)
-            h = m.fwc
+                m = gcas_complete(inode, m, self)
+            try:
+                h = m.fwc
+            except AttributeError:
+                if type(m) is not TNode:
+                    raise
+                self._tomb_met(inode, parent, root)
+                continue  # a tomb is final and reads as an empty subtree
+            seen += (ref, m, i)
             if h is not None:
-                # '#' consumes words[i:j] for every j >= i.
-                if h.subs:
-                    add(h.subs)  # consuming every remaining word
-                c = h.inode
-                if type(c) is SNode:
-                    if any(_tail_ok_amqp(c.words, words, j) for j in range(i, n + 1)):
-                        add(c.subs)
-                elif c is not None:
-                    for j in range(i, n + 1):
-                        visit(c, inode, j)
+                start = absorbed[inode] if inode in absorbed else None  # not dict.get: ctrie/_ftdict.py
+                if start is None or i < start:
+                    absorbed[inode] = i
+                    if start is None:
+                        if h.subs:
+                            add(h.subs)  # the '#' consumes every remaining word
+                        start = n + 1
+                    c = h.inode
+                    if type(c) is SNode:
+                        x = later[c] if c in later else None
+                        if x is None:
+                            later[c] = [(), i]
+                        elif x[1] is None or i < x[1]:
+                            x[1] = i
+                    elif c is not None:
+                        # '#' consumes words[i:j]: the child continues at every such j.
+                        for j in range(i, start):
+                            push((c, inode, j))
             if i == n:
-                return
+                continue
             w = words[i]
-            i += 1
             br = m.branches
-            for b in (br[w] if w in br else None, m.pwc):  # not dict.get: ctrie/_ftdict.py
-                if b is None:
+            b = br[w] if w in br else None  # not dict.get: ctrie/_ftdict.py
+            p = m.pwc
+            i += 1
+            while True:  # b, then p: the literal's branch, then the '*' branch
+                if b is not None:
+                    if i == n and b.subs:
+                        add(b.subs)
+                    c = b.inode
+                    if c is not None:
+                        if type(c) is not SNode:
+                            push((c, inode, i))
+                        elif c.nfa is None:
+                            # _snode_ok(c, words, i, 0) inlined: the lengths, then one slice.
+                            key = c.key
+                            lk = len(key)
+                            if (n - i >= lk) if c.open else (n - i == lk):
+                                r = words[i:i + lk]
+                                for j in c.wild:
+                                    r[j] = None
+                                if r == key:
+                                    add(c.subs)
+                        else:
+                            x = later[c] if c in later else None
+                            if x is None:
+                                later[c] = [{i}, None]
+                            elif x[0]:
+                                x[0].add(i)
+                            else:
+                                x[0] = {i}
+                if p is None:
+                    break
+                b, p = p, None
+        for c, (starts, hash_from) in later.items():
+            nfa = c.nfa
+            if nfa is None:
+                # A plain S-node below a '#' (its other reaches were matched on the spot).
+                key = c.key
+                lk = len(key)
+                if not c.open:
+                    # '#' then a fixed length: only the last lk words can match it.
+                    if n - lk >= hash_from:
+                        r = words[n - lk:]
+                        for j in c.wild:
+                            r[j] = None
+                        if r == key:
+                            add(c.subs)
                     continue
-                if i == n and b.subs:
-                    add(b.subs)
-                c = b.inode
-                if type(c) is SNode:
-                    if _tail_ok_amqp(c.words, words, i):
-                        add(c.subs)
-                elif c is not None:
-                    visit(c, inode, i)
-
-        visit(root, None, 0)
+                nfa = automaton(c.words, self._single, self._multi)
+            if _tail_ok_amqp(nfa, words, starts, hash_from):
+                add(c.subs)
 
     # --- whole-trie reads -------------------------------------------------------------------
 
@@ -1019,46 +1104,51 @@ _EMPTY_REF = AtomicRef(_EMPTY_CNODE)  # never written: what a lookup records for
 def _snode_ok(c: SNode, words: list[str], i: int, multi_min: int) -> bool:
     """NATS and MQTT: does ``words[i:]`` match the S-node ``c``? One-level wildcards match
     any word; a trailing many-level wildcard matches ``multi_min`` or more words (NATS '>'
-    one or more, MQTT '#' zero or more). O(len(c.words))."""
+    one or more, MQTT '#' zero or more). O(len(c.words)), whatever the topic's length."""
     key = c.key
-    if c.open:
-        k = len(key)
-        if len(words) - i < k + multi_min:
-            return False
-        r = words[i:i + k]
-    else:
-        r = words[i:]
-        if len(r) != len(key):
-            return False
+    k = len(key)
+    # The lengths first, then one slice of k words: slicing the whole rest of the topic
+    # first would make a long topic cost O(len(topic)) at every S-node it passes.
+    if (len(words) - i < k + multi_min) if c.open else (len(words) - i != k):
+        return False
+    r = words[i:i + k]
     for j in c.wild:
         r[j] = None
     return r == key
 
 
-def _tail_ok_amqp(t: tuple[str, ...], words: list[str], i: int) -> bool:
-    """AMQP: '*' is one word, '#' zero or more words anywhere. The set of pattern positions
-    reachable after each topic word (an NFA simulation): O(len(t) x len(words)), never
-    exponential however the '#' nest."""
-    k = len(t)
+def _tail_ok_amqp(nfa: tuple, words: list[str], starts: Collection[int],
+                  hash_from: Optional[int]) -> bool:
+    """AMQP: does the pattern of an S-node (its ``nfa``, :func:`ctrie.nodes.automaton`: '*'
+    one word, '#' zero or more, anywhere) match ``words[j:]`` for some ``j`` in ``starts``,
+    or for some ``j >= hash_from`` (an S-node below a '#' branch entered at ``hash_from``)?
 
-    def closure(states: set[int]) -> set[int]:
-        for s in sorted(states):  # '#' may consume nothing: its successor is reachable too
-            while s < k and t[s] == "#":
-                s += 1
-                states.add(s)
-        return states
-
-    states = closure({0})
-    for w in words[i:]:
-        nxt: set[int] = set()
-        for s in states:
-            if s < k:
-                x = t[s]
-                if x == "#":
-                    nxt.add(s)  # consume w and stay
-                elif x == "*" or x == w:
-                    nxt.add(s + 1)
-        if not nxt:
-            return False
-        states = closure(nxt)
-    return k in states
+    One run of the automaton over the words, bit-parallel: bit ``s`` of ``S`` says that
+    pattern position ``s`` is reached. A word moves every reached '*' or equal literal one
+    position on and keeps every reached '#'; then each reached '#' may consume nothing,
+    which sets the rest of its run of '#' and the position after it: ``((S & H) + H) ^ H``
+    does that for all runs at once (the carry of the addition ripples through each run from
+    its lowest reached bit). A thread starts at each ``j`` allowed. O((n + 1) x len / 30)
+    machine words for all the starts together, never exponential however the '#' nest.
+    """
+    hashes, stars, lit, start, accept = nfa
+    n = len(words)
+    first = min(starts) if starts else n + 1
+    if hash_from is not None and hash_from < first:
+        first = hash_from
+    # After ``last`` no thread starts: no state left then means no match.
+    last = n if hash_from is not None else max(starts, default=-1)
+    S = 0
+    for j in range(first, n + 1):
+        if j in starts or (hash_from is not None and j >= hash_from):
+            S |= start
+        if j == n:
+            break
+        if not S:
+            if j >= last:
+                return False
+            continue
+        w = words[j]
+        S = (S & hashes) | ((S & (stars | (lit[w] if w in lit else 0))) << 1)  # not dict.get
+        S |= ((S & hashes) + hashes) ^ hashes
+    return bool(S & accept)

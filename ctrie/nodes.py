@@ -69,7 +69,7 @@ class SNode:
     (:meth:`ctrie.CSTrie._expanded`); that leaves the stored patterns unchanged.
     """
 
-    __slots__ = ("words", "subs", "key", "wild", "open")
+    __slots__ = ("words", "subs", "key", "wild", "open", "nfa")
 
     def __init__(self, words: tuple[str, ...], subs: frozenset, single: str, multi: str) -> None:
         self.words = words
@@ -85,9 +85,34 @@ class SNode:
         for j in self.wild:
             key[j] = None  # type: ignore[call-overload]
         self.key = key
+        # AMQP allows '#' anywhere: a pattern with no '#' but a trailing one matches as
+        # above (with ``multi_min`` 0); any other needs an automaton, built here once:
+        # ``nfa`` (see :func:`automaton`). Always None in NATS and MQTT.
+        self.nfa = automaton(words, single, multi) if multi in key else None
 
     def __repr__(self) -> str:
         return f"SNode({self.words!r}, {set(self.subs)})"
+
+
+def automaton(words: tuple[str, ...], single: str, multi: str) -> tuple[int, int, dict[str, int], int, int]:
+    """The bit-parallel automaton of a pattern with many-level wildcards anywhere (AMQP):
+    ``(hashes, stars, literals, start, accept)``. Bit ``s`` stands for pattern position
+    ``s``: ``hashes`` and ``stars`` mark the wildcards, ``literals[w]`` the positions of word
+    ``w``, ``start`` the positions reached before any word (0, and through a leading run of
+    many-level wildcards, which may match nothing), ``accept`` the end. Run by
+    ``ctrie.cstrie._tail_ok_amqp``. O(len(words))."""
+    hashes = stars = 0
+    literals: dict[str, int] = {}
+    for s, x in enumerate(words):
+        bit = 1 << s
+        if x == multi:
+            hashes |= bit
+        elif x == single:
+            stars |= bit
+        else:
+            literals[x] = (literals[x] if x in literals else 0) | bit  # not dict.get: ctrie/_ftdict.py
+    start = 1 | (((hashes & 1) + hashes) ^ hashes)
+    return hashes, stars, literals, start, 1 << len(words)
 
 
 class Branch:
