@@ -56,9 +56,11 @@ from cereggii import AtomicRef
 
 from .errors import ReadOnlyError
 from .gcas import GCAS, gcas_complete, gcas_read
-from .nodes import EMPTY, Branch, CNode, FailedNode, Gen, INode, MainNode, SNode, TNode, automaton
+from .nodes import (EMPTY, FANOUT, FANOUT_BITS, LEAF_MAX, MAX_SHIFT, Branch, CNode, FailedNode,
+                    Gen, INode, MainNode, SNode, TNode, automaton, kid_index)
 from .rdcss import rdcss_read_root, rdcss_root
 from .size import SizeCounter
+from .subsets import SUBS_FLAT, SubSet, as_frozenset, with_sub, without_sub
 from .topics import Dialect, DialectLike, pattern_validator, require_hashable, topic_validator
 
 __all__ = ["CSTrie"]
@@ -123,11 +125,16 @@ class CSTrie:
         "_mqtt",
         "_multi_min",
         "_size",
+        "_leaf_max",
     )
 
     def __init__(self, dialect: DialectLike = Dialect.NATS, *, _root: Optional[INode] = None,
-                 _readonly: bool = False, _frozen: Optional[MainNode] = None) -> None:
+                 _readonly: bool = False, _frozen: Optional[MainNode] = None,
+                 _leaf_max: int = LEAF_MAX) -> None:
         d = Dialect.coerce(dialect)
+        # Literal words a level holds in one flat C-node before it splits on their hashes
+        # (ctrie.nodes.LEAF_MAX; tests make it tiny so that every test meets hash levels).
+        self._leaf_max = _leaf_max
         self.dialect = d
         self._single = d.single
         self._multi = d.multi
@@ -175,7 +182,8 @@ class CSTrie:
         if self._readonly:
             return self._copy(readonly=False)
         _, expected = self._swap_root_generation()
-        return CSTrie(self.dialect, _root=INode(expected, Gen()), _frozen=expected)
+        return CSTrie(self.dialect, _root=INode(expected, Gen()), _frozen=expected,
+                      _leaf_max=self._leaf_max)
 
     def read_only_snapshot(self) -> CSTrie:
         """An O(1), consistent, read-only view; ``subscribe``/``unsubscribe`` on it raise
@@ -183,11 +191,12 @@ class CSTrie:
         if self._readonly:
             return self
         old_root, _ = self._swap_root_generation()
-        return CSTrie(self.dialect, _root=old_root, _readonly=True)
+        return CSTrie(self.dialect, _root=old_root, _readonly=True, _leaf_max=self._leaf_max)
 
     def _copy(self, readonly: bool) -> CSTrie:
         m = gcas_read(self._read_root(), self)
-        return CSTrie(self.dialect, _root=INode(m, Gen()), _readonly=readonly, _frozen=m)
+        return CSTrie(self.dialect, _root=INode(m, Gen()), _readonly=readonly, _frozen=m,
+                      _leaf_max=self._leaf_max)
 
     # --- subscribe --------------------------------------------------------------------------
 
@@ -235,13 +244,40 @@ class CSTrie:
             w = words[i]
             br = m.branches
             b = br[w] if w in br else None  # not dict.get: see ctrie/_ftdict.py
+            if b is None and w != single and w != multi:
+                # A new literal word at this level: a wide level is a hash trie (CNode).
+                ks = m.kids
+                if ks is not None:
+                    j = kid_index(m, w)
+                    kid = ks[j]
+                    if kid is None:
+                        # No word of this hash slice yet: a new kid leaf holding just w.
+                        # Its pairs live in the new I-node, so the count comes with it.
+                        nb = (Branch(frozenset((subscriber,)), None) if i == last else
+                              Branch(EMPTY, SNode(tuple(words[i + 1:]), frozenset((subscriber,)),
+                                                  single, multi)))
+                        leaf = CNode({w: nb}, single, multi, shift=m.shift + FANOUT_BITS)
+                        return (None if GCAS(inode, m, m.with_kid(j, INode(leaf, startgen)), self,
+                                             delta=1) else _RESTART)
+                    if kid.gen is not startgen:
+                        if GCAS(inode, m, self._renewed(m, startgen), self):
+                            continue
+                        return _RESTART
+                    inode, parent, pword = kid, inode, w  # one hash level down, same word
+                    continue
+                if m.full(single, multi, self._leaf_max):
+                    # A leaf with LEAF_MAX literal words: split it first (the same words, so
+                    # a neutral GCAS), then read this level again.
+                    if GCAS(inode, m, m.split(single, multi, startgen), self, neutral=True):
+                        continue
+                    return _RESTART
             if i == last:
                 if b is None:
                     nb = Branch(frozenset((subscriber,)), None)
                 elif subscriber in b.subs:
                     return None  # already there: linearizes at the read of m
                 else:
-                    nb = Branch(b.subs | {subscriber}, b.inode)
+                    nb = Branch(with_sub(b.subs, subscriber), b.inode)
                 # Linearization point: the commit of this GCAS.
                 return None if GCAS(inode, m, m.updated(w, nb, single, multi), self) else _RESTART
             child = None if b is None else b.inode
@@ -255,7 +291,7 @@ class CSTrie:
                 if child.words == rest:
                     if subscriber in child.subs:
                         return None  # already there: linearizes at the read of m
-                    nb = Branch(b.subs, SNode(rest, child.subs | {subscriber}, single, multi))
+                    nb = Branch(b.subs, child.with_subs(with_sub(child.subs, subscriber)))
                     return None if GCAS(inode, m, m.updated(w, nb, single, multi), self) else _RESTART
                 # Another pattern: expand the S-node into I-nodes down to where the two
                 # patterns part. The stored patterns are unchanged by this GCAS, so it needs
@@ -282,9 +318,14 @@ class CSTrie:
             if type(c) is INode and c.gen is not gen:  # S-nodes are immutable: shared
                 b = Branch(b.subs, INode(gcas_read(c, self), gen))
             branches[w] = b
+        kids = m.kids
+        if kids is not None:
+            kids = tuple(k if k is None or k.gen is gen else INode(gcas_read(k, self), gen)
+                         for k in kids)
         # Same words, same branches or copies of them: the insertion tokens and the pair
-        # count carry over.
-        return CNode(branches, self._single, self._multi, m.lit, m.wc, m.npairs)
+        # count carry over. (A renewed kid is a new I-node object, which a lookup's
+        # validation tells from the old one.)
+        return CNode(branches, self._single, self._multi, m.lit, m.wc, m.npairs, kids, m.shift)
 
     # --- unsubscribe ------------------------------------------------------------------------
 
@@ -327,18 +368,30 @@ class CSTrie:
         while True:
             m = gcas_read(inode, self)
             if type(m) is not CNode:
-                self._compress_branch(parent, inode, pword, i == 1, startgen)
+                self._compress_branch(parent, inode, pword, parent is root, startgen)
                 return _RESTART
             w = words[i]
             br = m.branches
             b = br[w] if w in br else None  # not dict.get: see ctrie/_ftdict.py
             if b is None:
-                return False
+                ks = m.kids
+                if ks is None:
+                    return False
+                kid = ks[kid_index(m, w)]
+                if kid is None:
+                    return False
+                if kid.gen is not startgen:
+                    if GCAS(inode, m, self._renewed(m, startgen), self):
+                        continue
+                    return _RESTART
+                frames.append((inode, parent, pword))
+                inode, parent, pword = kid, inode, w  # one hash level down, same word
+                continue
             child = b.inode
             if i == last:
                 if subscriber not in b.subs:
                     return False
-                subs = b.subs - {subscriber}
+                subs = without_sub(b.subs, subscriber)
                 if type(child) is INode and self._is_tomb(child):
                     child = None  # a tombed child is no live child: drop it here too
             elif child is None:
@@ -349,8 +402,8 @@ class CSTrie:
                 if (subscriber not in child.subs or len(t) != last - i
                         or t != tuple(words[i + 1:])):
                     return False
-                rest = child.subs - {subscriber}
-                subs, child = b.subs, (SNode(t, rest, single, multi) if rest else None)
+                rest = without_sub(child.subs, subscriber)
+                subs, child = b.subs, (child.with_subs(rest) if rest else None)
             elif child.gen is not startgen:
                 if GCAS(inode, m, self._renewed(m, startgen), self):
                     continue
@@ -364,7 +417,7 @@ class CSTrie:
             # branch keeps.
             if subs or child is not None:
                 nm: MainNode = m.updated(w, Branch(subs, child), single, multi)
-            elif len(m.branches) > 1 or parent is None:
+            elif len(m.branches) > 1 or parent is None or m.kids is not None:
                 nm = m.removed(w, single, multi)  # the root's C-node may be empty
             else:
                 nm = TNode()  # last branch of a non-root C-node: entomb the I-node
@@ -372,19 +425,18 @@ class CSTrie:
             if not GCAS(inode, m, nm, self):
                 return _RESTART
             break
-        # The pair is removed. Climb back up (``i`` is the depth of ``inode``).
+        # The pair is removed. Climb back up, hash levels included.
         while parent is not None:
             if self._is_tomb(inode):
                 # Scala's cleanParent: this I-node is a tomb now; take it out of the parent
                 # so the trie stays compact. The parent, entombed in turn, goes next level up.
-                while not self._compress_branch(parent, inode, pword, i == 1, startgen):
+                while not self._compress_branch(parent, inode, pword, parent is root, startgen):
                     if self._read_root().gen is not startgen:
                         # A snapshot froze ``parent`` first: finish from the new root. That
                         # cleans the whole path; the levels above are frozen too.
                         self._clean_path(words)
                         return True
             inode, parent, pword = frames.pop()
-            i -= 1
         return True
 
     def _clean_path(self, words: list[str]) -> None:
@@ -415,13 +467,19 @@ class CSTrie:
         """The depth of the first tombed I-node on the path of ``words`` below ``root``, or
         None. Reads only."""
         inode = root
-        for depth, w in enumerate(words):
+        depth = 0
+        while depth < len(words):
             m = gcas_read(inode, self)
             if type(m) is not CNode:
                 return depth
+            w = words[depth]
             br = m.branches
             b = br[w] if w in br else None  # not dict.get: see ctrie/_ftdict.py
-            c = None if b is None else b.inode
+            if b is None and m.kids is not None:
+                c = m.kids[kid_index(m, w)]  # a hash level: same word, one level down
+            else:
+                c = None if b is None else b.inode
+                depth += 1
             if type(c) is not INode:
                 return None
             inode = c
@@ -443,7 +501,12 @@ class CSTrie:
             w = words[i]
             br = m.branches
             b = br[w] if w in br else None  # not dict.get: see ctrie/_ftdict.py
-            c = None if b is None else b.inode
+            if b is None and m.kids is not None:
+                c = m.kids[kid_index(m, w)]  # a hash level: same word, one level down
+                step = 0
+            else:
+                c = None if b is None else b.inode
+                step = 1
             if type(c) is not INode:
                 return  # the path changed under us: read it again
             if c.gen is not gen:
@@ -452,7 +515,7 @@ class CSTrie:
                     continue
                 return
             inode, parent, pword = c, inode, w
-            i += 1
+            i += step
 
     def _compress_branch(self, parent: Optional[INode], tombed: INode, word: Optional[str],
                          parent_is_root: bool, startgen: Gen) -> bool:
@@ -471,13 +534,31 @@ class CSTrie:
         br = pm.branches
         b = br[word] if word in br else None  # type: ignore[index]  # not dict.get: ctrie/_ftdict.py
         if b is None or b.inode is not tombed:
-            return True  # already compressed, or the branch moved on
+            # Not the word's child: perhaps the kid (a hash level) the word's slice is in.
+            ks = pm.kids
+            if ks is None or word is None:
+                return True
+            j = kid_index(pm, word)
+            if ks[j] is not tombed:
+                return True  # already compressed, or the kid moved on
+            if parent.gen is not startgen and not self._readonly:
+                return True
+            if len(ks) - ks.count(None) > 1:
+                npm: MainNode = pm.with_kid(j, None)
+            elif pm.branches or parent_is_root:
+                # The level's last kid: back to a leaf (wildcards only, or empty at the
+                # root). A fresh ``lit`` token: lookups that read the split node re-check.
+                npm = CNode(pm.branches, self._single, self._multi, None, pm.wc, pm.npairs,
+                            None, pm.shift)
+            else:
+                npm = TNode()
+            return GCAS(parent, pm, npm, self)
         if parent.gen is not startgen and not self._readonly:
             return True  # frozen by a snapshot: cleaned after renewal by a later writer
         single, multi = self._single, self._multi
         if b.subs:
-            npm: MainNode = pm.updated(word, Branch(b.subs, None), single, multi)  # type: ignore[arg-type]
-        elif len(pm.branches) > 1 or parent_is_root:
+            npm = pm.updated(word, Branch(b.subs, None), single, multi)  # type: ignore[arg-type]
+        elif len(pm.branches) > 1 or parent_is_root or pm.kids is not None:
             npm = pm.removed(word, single, multi)  # type: ignore[arg-type]
         else:
             npm = TNode()
@@ -555,7 +636,7 @@ class CSTrie:
                     except AttributeError:
                         if type(m) is not TNode:
                             raise
-                        self._tomb_met(inode, parent, root)
+                        self._tomb_met(inode, parent, root, words[i - 1] if i else None)
                         f = None  # read as the empty subtree it stands for
                         m = _EMPTY_CNODE
                         ref = _EMPTY_REF  # a tomb is final: its read needs no second look
@@ -568,6 +649,11 @@ class CSTrie:
                         b = m.branches
                         # not dict.get, which costs 100x on 3.13t: see ctrie/_ftdict.py
                         b = b[w] if w in b else None
+                        if b is None and m.kids is not None:
+                            # A wide level: the word's branch is in a hash level below.
+                            # This read is used whatever follows: record it.
+                            seen += (ref, m, k)
+                            b = self._kid_branch(m, w, k, seen)
                         p = m.pwc
                         if dollar and not i:
                             p = None
@@ -640,8 +726,32 @@ class CSTrie:
             if not hits:
                 return EMPTY
             if len(hits) == 1:
-                return hits[0]  # a branch's own frozenset: immutable, so safe to hand out
+                h = hits[0]  # a branch's own frozenset: immutable, so safe to hand out
+                return h if type(h) is frozenset else h.frozen()  # a SubSet: cached once
             return EMPTY.union(*hits)
+
+    def _kid_branch(self, m: CNode, w: str, k: int, seen: list) -> Optional[Branch]:
+        """The branch of word ``w`` below the split C-node ``m`` (a wide level, read at
+        word index ``k``), or None: follows ``w``'s hash down the kids, recording each kid
+        read in ``seen`` like any other I-node the lookup used (its branch of ``w`` present
+        or absent, :meth:`_validate`). A kid that is a tomb (final) reads as an empty leaf;
+        the unsubscribe that made it cleans it. O(log W) reads for a level of W words."""
+        while True:
+            kid = m.kids[kid_index(m, w)]  # type: ignore[index]
+            if kid is None:
+                return None
+            ref = kid.main
+            m = ref.get()
+            if m.prev is not None:
+                m = gcas_complete(kid, m, self)
+            if type(m) is not CNode:
+                return None
+            seen += (ref, m, k)
+            br = m.branches
+            if w in br:
+                return br[w]
+            if m.kids is None:
+                return None
 
     def _validate(self, seen: list, words: list[str]) -> bool:
         """Whether every part of every I-node in ``seen`` that the walk *used* is unchanged.
@@ -723,7 +833,7 @@ class CSTrie:
                                   self._multi_min, hits)
                 if not hits:
                     return EMPTY
-                return hits[0] if len(hits) == 1 else EMPTY.union(*hits)
+                return as_frozenset(hits[0]) if len(hits) == 1 else EMPTY.union(*hits)
         return None
 
     def _frozen_lookup(self, topic: str) -> frozenset:
@@ -749,26 +859,38 @@ class CSTrie:
                 break  # replaced since we read it: frozen at that instant
             if rdcss_root(self, r0, expected, INode(expected, Gen())):
                 break
-        return CSTrie(self.dialect, _root=r0, _readonly=True).lookup(topic)
+        return CSTrie(self.dialect, _root=r0, _readonly=True, _leaf_max=self._leaf_max).lookup(topic)
 
-    def _tomb_met(self, inode: INode, parent: Optional[INode], root: INode) -> None:
+    def _tomb_met(self, inode: INode, parent: Optional[INode], root: INode,
+                  word: Optional[str]) -> None:
         """A lookup met a tomb. A tomb is an empty subtree, so the lookup may simply read it
         as one; where it can, it first helps compress it and restarts (the spec: every
         operation that meets a tomb helps clean it). It cannot in a read-only view, nor under
         a parent frozen by a snapshot (GCAS there always aborts: retrying would spin).
-        Tombs are rare, so the word under which ``inode`` hangs is looked up here rather
-        than carried along by every lookup."""
+        Tombs are rare, so the branch under which ``inode`` hangs is looked up here
+        rather than carried along by every lookup: a wildcard branch of ``parent``, or the
+        branch of ``word`` (the topic word read at ``parent``), in ``parent``'s C-node or in
+        the leaf of its hash levels that holds ``word``."""
         rootgen = root.gen
         if self._readonly or parent is None or parent.gen is not rootgen:
             return
-        pm = gcas_read(parent, self)
-        if type(pm) is not CNode:
-            raise _Restart  # the parent changed (entombed in turn): start again
-        for word, b in pm.branches.items():
-            if b.inode is inode:
-                self._compress_branch(parent, inode, word, parent is root, rootgen)
-                raise _Restart
-        raise _Restart  # already compressed out of the parent: the parent changed
+        holder = parent
+        while True:
+            pm = gcas_read(holder, self)
+            if type(pm) is not CNode:
+                raise _Restart  # the parent changed (entombed in turn): start again
+            for w, b in pm.branches.items():  # at most LEAF_MAX words and the wildcards
+                if b.inode is inode:
+                    self._compress_branch(holder, inode, w, holder is root, rootgen)
+                    raise _Restart
+            ks = pm.kids
+            if ks is None or word is None:
+                raise _Restart  # already compressed out of the parent: the parent changed
+            holder = ks[kid_index(pm, word)]
+            if holder is None:
+                raise _Restart  # the kid is gone: the parent changed
+            if holder.gen is not rootgen:
+                return  # frozen by a snapshot: read the tomb as empty, as above
 
     def _lookup_amqp(self, words: list[str]) -> frozenset:
         """AMQP lookup: :meth:`_walk_amqp`, validated as :meth:`lookup` validates its walk
@@ -792,7 +914,7 @@ class CSTrie:
                 continue
             if not hits:
                 return EMPTY
-            return hits[0] if len(hits) == 1 else EMPTY.union(*hits)
+            return as_frozenset(hits[0]) if len(hits) == 1 else EMPTY.union(*hits)
 
     def _walk_amqp(self, root: INode, words: list[str], hits: list, seen: list) -> None:
         """AMQP: '#' matches zero or more words anywhere. Iterative, with an explicit stack.
@@ -829,7 +951,7 @@ class CSTrie:
             except AttributeError:
                 if type(m) is not TNode:
                     raise
-                self._tomb_met(inode, parent, root)
+                self._tomb_met(inode, parent, root, words[i - 1] if i else None)
                 # A tomb is final and reads as an empty subtree. Recorded as the NATS walk
                 # records it, so that the validation runs whatever else the walk read.
                 seen += (_EMPTY_REF, _EMPTY_CNODE, i)
@@ -859,6 +981,8 @@ class CSTrie:
             w = words[i]
             br = m.branches
             b = br[w] if w in br else None  # not dict.get: ctrie/_ftdict.py
+            if b is None and m.kids is not None:
+                b = self._kid_branch(m, w, i, seen)  # a wide level (this read is recorded)
             p = m.pwc
             i += 1
             while True:  # b, then p: the literal's branch, then the '*' branch
@@ -914,13 +1038,15 @@ class CSTrie:
             m = gcas_read(inode, self)
             if type(m) is not CNode:
                 continue
+            if m.kids is not None:  # a wide level: its hash levels share the prefix
+                stack.extend((k, prefix) for k in m.kids if k is not None)
             for w, b in m.branches.items():
                 path = prefix + w
                 if b.subs:
-                    yield path, b.subs
+                    yield path, as_frozenset(b.subs)
                 c = b.inode
                 if type(c) is SNode:
-                    yield path + sep + sep.join(c.words), c.subs
+                    yield path + sep + sep.join(c.words), as_frozenset(c.subs)
                 elif c is not None:
                     stack.append((c, path + sep))
 
@@ -962,6 +1088,8 @@ class CSTrie:
             if type(m) is not CNode:
                 continue  # a tomb (or None: nothing)
             n += m.npairs
+            if m.kids is not None:
+                stack.extend(gcas_read(k, self) for k in m.kids if k is not None)
             for b in m.branches.values():
                 c = b.inode
                 if type(c) is INode:
@@ -989,10 +1117,12 @@ class CSTrie:
         assert type(root) is INode, f"root holds {root!r}, not an I-node (RDCSS pending?)"
         gen = root.gen
         seen: set[int] = set()
-        stack: list[tuple[INode, str, bool]] = [(root, "", True)]
+        # (I-node, path, under the root's generation, (shift, index) if a kid else None)
+        stack: list[tuple[INode, str, bool, Optional[tuple[int, int]]]] = [(root, "", True, None)]
         pairs = 0
+        single, multi = self._single, self._multi
         while stack:
-            inode, path, in_gen = stack.pop()
+            inode, path, in_gen, kid_at = stack.pop()
             assert id(inode) not in seen, f"I-node reachable twice (at {path!r})"
             seen.add(id(inode))
             here = inode.gen is gen
@@ -1003,14 +1133,33 @@ class CSTrie:
             is_root = inode is root
             assert type(m) is CNode or (not is_root and type(m) is TNode), f"bad main node {m!r}"
             assert type(m) is not TNode, f"reachable tomb at {path!r}"
-            assert is_root or m.branches, f"empty C-node below the root at {path!r}"
+            assert is_root or m.branches or m.kids, f"empty C-node below the root at {path!r}"
+            literals = [w for w in m.branches if w != single and w != multi]
+            if kid_at is not None:
+                shift, j = kid_at
+                assert m.shift == shift + FANOUT_BITS, f"hash level with shift {m.shift} at {path!r}"
+                assert len(literals) == len(m.branches), f"wildcard branch in a hash level at {path!r}"
+                assert all(kid_index(_AT[shift], w) == j for w in literals), \
+                    f"word in the wrong hash slice at {path!r}"
+            else:
+                assert m.shift == 0, f"word level with shift {m.shift} at {path!r}"
+            if m.kids is not None:
+                assert not literals, f"literal words beside kids at {path!r}: {literals[:3]}"
+                assert len(m.kids) == _AT_LEN and any(m.kids), f"bad kids at {path!r}"
+                for j, k in enumerate(m.kids):
+                    if k is not None:
+                        assert type(k) is INode, f"kid is a {type(k).__name__} at {path!r}"
+                        stack.append((k, path, in_gen and here, (m.shift, j)))
+            else:
+                assert len(literals) <= self._leaf_max or m.shift >= MAX_SHIFT, \
+                    f"leaf of {len(literals)} words (> {self._leaf_max}) at {path!r}"
             assert m.pwc is m.branches.get(self._single), f"stale '{self._single}' cache at {path!r}"
             assert m.fwc is m.branches.get(self._multi), f"stale '{self._multi}' cache at {path!r}"
             assert m.npairs == CNode(m.branches, "", "").npairs, f"stale pair count at {path!r}"
             pairs += m.npairs
             for w, b in m.branches.items():
                 assert type(b) is Branch, f"not a branch at {path + w!r}: {b!r}"
-                assert type(b.subs) is frozenset, f"subscribers not a frozenset at {path + w!r}"
+                _check_subs(b.subs, path + w)
                 c = b.inode
                 if c is None:
                     assert b.subs, f"leaf branch without subscribers at {path + w!r}"
@@ -1018,10 +1167,11 @@ class CSTrie:
                     where = path + w + self.dialect.separator
                     assert type(c.words) is tuple and c.words, f"S-node without words at {where!r}"
                     assert all(type(x) is str for x in c.words), f"bad S-node words at {where!r}"
-                    assert type(c.subs) is frozenset and c.subs, f"S-node without subscribers at {where!r}"
+                    _check_subs(c.subs, where)
+                    assert c.subs, f"S-node without subscribers at {where!r}"
                 else:
                     assert type(c) is INode, f"branch child is a {type(c).__name__} at {path + w!r}"
-                    stack.append((c, path + w + self.dialect.separator, in_gen and here))
+                    stack.append((c, path + w + self.dialect.separator, in_gen and here, None))
         size = self._size
         n = None if size is None else size.read()
         if n is not None:  # None: a window left open by an exception; len() then counts
@@ -1053,6 +1203,13 @@ def _same_use(m: CNode, m2: MainNode, k: int, words: list[str], n: int,
         br, br2 = m.branches, m2.branches
         b = br[w] if w in br else None  # not dict.get: ctrie/_ftdict.py
         b2 = br2[w] if w in br2 else None
+        # On a split C-node (a wide level) the part used for a literal word is the kid its
+        # hash leads to: the same kid I-node (its content is validated by its own record),
+        # or none in both with the same ``lit`` token (no kid was added in between).
+        if b is None and m.kids is not None:
+            b = m.kids[kid_index(m, w)]
+        if b2 is None and m2.kids is not None:  # type: ignore[union-attr]
+            b2 = m2.kids[kid_index(m2, w)]  # type: ignore[union-attr, arg-type]
         if b is None and b2 is None and m2.lit is not m.lit:  # type: ignore[union-attr]
             return False
         pairs.append((b, b2))
@@ -1061,7 +1218,8 @@ def _same_use(m: CNode, m2: MainNode, k: int, words: list[str], n: int,
     for b, b2 in pairs:
         if b is b2:
             continue
-        if b is None or b2 is None or not same_child or b.inode is not b2.inode:
+        if (b is None or b2 is None or not same_child or type(b) is not Branch
+                or type(b2) is not Branch or b.inode is not b2.inode):
             return False
     return True
 
@@ -1086,6 +1244,33 @@ def _collect_hits(m: CNode, k: int, words: list[str], n: int, dollar: bool, mqtt
         c = b.inode
         if type(c) is SNode and (i < n or mqtt) and _snode_ok(c, words, i, multi_min):
             hits.append(c.subs)
+
+def _check_subs(subs: object, where: str) -> None:
+    """check(): a subscriber set is a frozenset of at most SUBS_FLAT, or a SubSet of more
+    than SUBS_FLAT // 2 whose count and members agree."""
+    if type(subs) is frozenset:
+        assert len(subs) <= SUBS_FLAT, f"flat subscriber set of {len(subs)} at {where!r}"
+        return
+    assert type(subs) is SubSet, f"subscribers are a {type(subs).__name__} at {where!r}"
+    assert subs.size > SUBS_FLAT // 2, f"SubSet of {subs.size} at {where!r}"
+    members = set()
+    stack = [subs.root]
+    while stack:
+        node = stack.pop()
+        if type(node) is tuple:
+            stack.extend(c for c in node if c is not None)
+        else:
+            assert type(node) is frozenset and node, f"bad SubSet node at {where!r}"
+            members |= node
+    assert len(members) == subs.size, f"SubSet count {subs.size} != {len(members)} at {where!r}"
+    assert all(x in subs for x in members), f"SubSet member not found by hash at {where!r}"
+
+
+# For check(): a stand-in C-node per shift, so kid_index() tells which slice a word is in.
+_AT = {}
+for _shift in range(0, 64 + FANOUT_BITS, FANOUT_BITS):
+    _AT[_shift] = CNode({}, "", "", shift=_shift)
+_AT_LEN = FANOUT
 
 # What a lookup reads in place of a tomb it may not clean: an empty subtree.
 _EMPTY_CNODE = CNode({}, "", "")

@@ -93,7 +93,8 @@ def gcas_complete(inode: INode, m: MainNode, trie: CSTrie) -> MainNode:
             m = inode.main.get()
 
 
-def GCAS(inode: INode, old: MainNode, new: MainNode, trie: CSTrie, neutral: bool = False) -> bool:
+def GCAS(inode: INode, old: MainNode, new: MainNode, trie: CSTrie, neutral: bool = False,
+         delta: Optional[int] = None) -> bool:
     """Replace ``old`` by ``new`` in ``inode`` if the root's generation is still the
     I-node's. True when ``new`` is committed (the write's linearization point), False when
     the I-node changed first or a snapshot intervened: the caller re-reads and retries.
@@ -101,10 +102,12 @@ def GCAS(inode: INode, old: MainNode, new: MainNode, trie: CSTrie, neutral: bool
     A GCAS that changes the number of stored pairs (``new.npairs != old.npairs``; pass
     ``neutral=True`` for one that only moves pairs, as an S-node's expansion does) runs
     inside the trie's size window, so that ``len()`` never reads a count between a commit
-    and its bump (see :mod:`ctrie.size`). An exception escaping the GCAS (only a fault hook
+    and its bump (see :mod:`ctrie.size`). ``delta`` overrides the difference where pairs
+    arrive in a new I-node that ``new`` does not count (a new kid of a split level). An exception escaping the GCAS (only a fault hook
     can raise there) leaves the window open for good: ``len()`` then always counts a
     snapshot, slower but never wrong."""
-    delta = 0 if neutral else new.npairs - old.npairs  # type: ignore[attr-defined]
+    if delta is None:
+        delta = 0 if neutral else new.npairs - old.npairs  # type: ignore[attr-defined]
     if delta:
         state = trie._size.state  # type: ignore[union-attr]
         state.increment_and_get(1)  # open the window before ``new`` can be seen by anyone

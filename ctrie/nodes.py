@@ -32,9 +32,21 @@ from typing import Optional
 
 from cereggii import AtomicRef
 
-__all__ = ["Gen", "INode", "MainNode", "CNode", "TNode", "FailedNode", "Branch", "SNode", "EMPTY"]
+__all__ = ["Gen", "INode", "MainNode", "CNode", "TNode", "FailedNode", "Branch", "SNode", "EMPTY",
+           "LEAF_MAX", "FANOUT_BITS", "FANOUT", "MAX_SHIFT", "kid_index"]
 
 EMPTY: frozenset = frozenset()
+
+#: A level's words live in one flat dict (a leaf C-node) until it would hold more than
+#: ``LEAF_MAX`` literal words; then the level splits on the words' hashes into ``FANOUT``
+#: child I-nodes (see :class:`CNode`). Chosen by measurement (tools/level_width.py): below
+#: it a dict copy costs less than a hash level; above it the copy dominates a write.
+LEAF_MAX = 32
+FANOUT_BITS = 5
+FANOUT = 1 << FANOUT_BITS
+_MASK = FANOUT - 1
+#: Past this shift a string hash has no bits left: such a leaf grows instead of splitting.
+MAX_SHIFT = 60
 
 
 class Gen:
@@ -90,8 +102,15 @@ class SNode:
         # ``nfa`` (see :func:`automaton`). Always None in NATS and MQTT.
         self.nfa = automaton(words, single, multi) if multi in key else None
 
+    def with_subs(self, subs: object) -> SNode:
+        """The same pattern with other subscribers: shares the derived fields. O(1)."""
+        c = SNode.__new__(SNode)
+        c.words, c.key, c.wild, c.open, c.nfa = self.words, self.key, self.wild, self.open, self.nfa
+        c.subs = subs
+        return c
+
     def __repr__(self) -> str:
-        return f"SNode({self.words!r}, {set(self.subs)})"
+        return f"SNode({self.words!r}, {len(self.subs)} subscribers)"
 
 
 def automaton(words: tuple[str, ...], single: str, multi: str) -> tuple[int, int, dict[str, int], int, int]:
@@ -131,34 +150,47 @@ class Branch:
 
 
 class CNode(MainNode):
-    """A C-node: ``branches`` maps each word (wildcard words included) to its
-    :class:`Branch`. ``pwc`` and ``fwc`` cache the branches of the dialect's one-level and
-    many-level wildcard words (or None) so that a lookup reads them without hashing.
+    """A C-node: ``branches`` maps words to their :class:`Branch`. ``pwc`` and ``fwc`` cache
+    the branches of the dialect's one-level and many-level wildcard words (or None) so that
+    a lookup reads them without hashing.
+
+    A word level is a small hash trie, as in the Ctrie itself. A *leaf* C-node (``kids`` is
+    None) holds every word of its level in ``branches``, at most ``LEAF_MAX`` literal words
+    plus the wildcards. A wider level *splits*: its top C-node keeps only the wildcard
+    branches, and ``kids`` is a tuple of ``FANOUT`` child I-nodes (or None), indexed by the
+    bits ``[shift, shift + FANOUT_BITS)`` of the word's hash; each child holds a C-node of
+    the same kind (leaf or split, ``shift`` one step further, never wildcards). A literal
+    word lives in exactly one leaf: the one its hash leads to. So a write copies at most
+    ``LEAF_MAX`` branches or ``FANOUT`` kids at each of O(log W) hash levels, and two
+    writers of different words under a wide level meet at one I-node only when their words
+    share a leaf.
 
     ``lit`` and ``wc`` are insertion tokens: plain objects, compared by identity, that a
-    copy keeps unless it adds a word that was absent (a literal word: a new ``lit``; a
-    wildcard word: a new ``wc``). Replacing or removing a branch keeps both. Successive
-    C-nodes of one I-node with the same ``lit`` therefore had no literal word added in
-    between, so a literal word absent from both was absent all along: this is how a lookup
-    validates, without ABA, that a word it found *absent* is still absent
-    (:meth:`ctrie.CSTrie._validate`). A token never returns once replaced, and neither does
-    a :class:`Branch` object (every write makes a new one), which makes identity a sound
-    test for "unchanged since it was read" of present words too.
+    copy keeps unless it adds a word that was absent (a literal word, or a kid where there
+    was none: a new ``lit``; a wildcard word: a new ``wc``). Replacing or removing a branch
+    keeps both. Successive C-nodes of one I-node with the same ``lit`` therefore had no
+    literal word (no kid) added in between, so a word absent from both was absent all along:
+    this is how a lookup validates, without ABA, that a word it found *absent* is still
+    absent (:meth:`ctrie.CSTrie._validate`). A token never returns once replaced, and
+    neither does a :class:`Branch` or a kid I-node object (every write makes a new one),
+    which makes identity a sound test for "unchanged since it was read" of present words.
 
-    ``npairs`` is the number of (pattern, subscriber) pairs stored at this level: the
-    subscribers of its branches and of their S-nodes, not those below child I-nodes. A GCAS
-    that replaces one C-node by another changes the trie's size by the difference (except an
-    S-node's expansion, which moves pairs into a new I-node): that is how the trie keeps its
-    count (:mod:`ctrie.size`). The builders keep it in O(1); the constructor counts it in
-    O(branches) unless told.
+    ``npairs`` is the number of (pattern, subscriber) pairs stored in this C-node's own
+    branches: their subscribers and their S-nodes', not those below child or kid I-nodes. A
+    GCAS that replaces one C-node by another changes the trie's size by the difference
+    (except an S-node's expansion or a split, which move pairs into new I-nodes): that is
+    how the trie keeps its count (:mod:`ctrie.size`). The builders keep it in O(1); the
+    constructor counts it in O(branches) unless told.
 
-    Immutable once published: updates build a new C-node (O(branches) for the dict copy).
+    Immutable once published: updates build a new C-node (O(LEAF_MAX) for the dict copy,
+    O(FANOUT) for a kids tuple).
     """
 
-    __slots__ = ("branches", "pwc", "fwc", "lit", "wc", "npairs")
+    __slots__ = ("branches", "pwc", "fwc", "lit", "wc", "npairs", "kids", "shift")
 
     def __init__(self, branches: dict[str, Branch], single: str, multi: str,
-                 lit: object = None, wc: object = None, npairs: Optional[int] = None) -> None:
+                 lit: object = None, wc: object = None, npairs: Optional[int] = None,
+                 kids: Optional[tuple] = None, shift: int = 0) -> None:
         self.prev = None
         self.branches = branches
         # not dict.get: see ctrie/_ftdict.py
@@ -167,6 +199,8 @@ class CNode(MainNode):
         self.lit = object() if lit is None else lit
         self.wc = object() if wc is None else wc
         self.npairs = sum(map(_pairs, branches.values())) if npairs is None else npairs
+        self.kids = kids
+        self.shift = shift
 
     def updated(self, word: str, branch: Branch, single: str, multi: str) -> CNode:
         """A copy with ``word`` mapped to ``branch`` (a new insertion token if ``word`` is
@@ -184,7 +218,12 @@ class CNode(MainNode):
         else:
             lit = None
         branches[word] = branch
-        return CNode(branches, single, multi, lit, wc, n)
+        if wc is not self.wc or word == single or word == multi:
+            return CNode(branches, single, multi, lit, wc, n, self.kids, self.shift)
+        # A literal word: the wildcard caches carry over (no hashing them again).
+        c = _cnode_like(self, branches, lit, self.kids)
+        c.npairs = n
+        return c
 
     def removed(self, word: str, single: str, multi: str) -> CNode:
         """A copy without ``word`` (same insertion tokens)."""
@@ -192,10 +231,63 @@ class CNode(MainNode):
         b = branches.pop(word)
         c = b.inode  # _pairs(b) inlined: this runs on every write
         n = self.npairs - (len(b.subs) + len(c.subs) if type(c) is SNode else len(b.subs))
-        return CNode(branches, single, multi, self.lit, self.wc, n)
+        return CNode(branches, single, multi, self.lit, self.wc, n, self.kids, self.shift)
+
+    def full(self, single: str, multi: str, limit: int) -> bool:
+        """Whether a new literal word would take this leaf past ``limit`` words (normally
+        ``LEAF_MAX``) while its hash still has bits to split on."""
+        n = len(self.branches) - (single in self.branches) - (multi in self.branches)
+        return n >= limit and self.shift < MAX_SHIFT
+
+    def split(self, single: str, multi: str, gen: Gen) -> CNode:
+        """This leaf, split: the same wildcard branches, and its literal words moved into
+        fresh leaf C-nodes under ``FANOUT`` kid I-nodes of generation ``gen``. It stores the
+        same words, so publishing it is a neutral GCAS; the new ``lit`` token makes every
+        lookup that read this leaf re-check. O(LEAF_MAX)."""
+        groups: list = [None] * FANOUT
+        top: dict[str, Branch] = {}
+        shift = self.shift
+        for w, b in self.branches.items():
+            if w == single or w == multi:
+                top[w] = b
+                continue
+            g = groups[(hash(w) >> shift) & _MASK]
+            if g is None:
+                g = groups[(hash(w) >> shift) & _MASK] = {}
+            g[w] = b
+        kid_shift = shift + FANOUT_BITS
+        kids = tuple(None if g is None else INode(CNode(g, single, multi, shift=kid_shift), gen)
+                     for g in groups)
+        return CNode(top, single, multi, None, self.wc, None, kids, shift)
+
+    def with_kid(self, j: int, kid: Optional[INode]) -> CNode:
+        """A copy with kid ``j`` replaced (a new ``lit`` token if a kid appears where there
+        was none). O(FANOUT)."""
+        kids = list(self.kids)  # type: ignore[arg-type]
+        lit = None if kids[j] is None and kid is not None else self.lit
+        kids[j] = kid
+        return _cnode_like(self, self.branches, lit, tuple(kids))
 
     def __repr__(self) -> str:
+        if self.kids is not None:
+            return f"CNode({self.branches!r}, kids={sum(k is not None for k in self.kids)}, shift={self.shift})"
         return f"CNode({self.branches!r})"
+
+
+def _cnode_like(m: CNode, branches: dict, lit: object, kids: Optional[tuple]) -> CNode:
+    """A C-node with ``m``'s wildcard caches, ``wc`` token, pair count and shift."""
+    c = CNode.__new__(CNode)
+    c.prev = None
+    c.branches = branches
+    c.pwc, c.fwc, c.wc, c.npairs, c.shift = m.pwc, m.fwc, m.wc, m.npairs, m.shift
+    c.lit = object() if lit is None else lit
+    c.kids = kids
+    return c
+
+
+def kid_index(m: CNode, word: str) -> int:
+    """The index in ``m.kids`` of the kid whose subtree holds ``word``."""
+    return (hash(word) >> m.shift) & _MASK
 
 
 def _pairs(b: Branch) -> int:
@@ -209,6 +301,7 @@ class TNode(MainNode):
 
     __slots__ = ()
     npairs = 0  # an empty subtree stores no pair
+    kids = None
 
     def __repr__(self) -> str:
         return "TNode()"

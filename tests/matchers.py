@@ -100,6 +100,9 @@ REGISTRY: list[MatcherSpec] = [
 
 if hasattr(ctrie, "CSTrie"):
     REGISTRY.append(MatcherSpec("CSTrie", lambda d, ts, mw: ctrie.CSTrie(dialect=d)))
+    # The same trie with one-word leaves: every level with two literal words splits into
+    # hash levels (ctrie.nodes.CNode), so every test also runs the wide-level code.
+    REGISTRY.append(MatcherSpec("CSTrie(leaf=1)", lambda d, ts, mw: ctrie.CSTrie(dialect=d, _leaf_max=1)))
 
 IDS = [spec.name for spec in REGISTRY]
 

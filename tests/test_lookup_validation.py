@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from typing import Optional
 
 import pytest
 
@@ -20,7 +21,7 @@ from ctrie import CSTrie, matches
 import ctrie.cstrie as cstrie_module
 from ctrie.cstrie import CSTrie as _CSTrie
 from ctrie.gcas import gcas_read
-from ctrie.nodes import CNode, INode
+from ctrie.nodes import CNode, INode, kid_index
 from linearizability import Op, check, make_spec
 from threads import switch_interval
 
@@ -53,11 +54,16 @@ def _inode_at(t: CSTrie, path: str) -> INode:
     return inode
 
 
-def _instrument(t: CSTrie, path: str, action: Callable[[], None], budget: int) -> _Adversary:
+def _instrument(t: CSTrie, path: str, action: Callable[[], None], budget: int,
+                word: Optional[str] = None) -> _Adversary:
     """Put an adversarial copy (same branches, same insertion tokens) of the C-node at
-    ``path`` in place."""
+    ``path`` in place. With ``word``, on a split level: of the last hash level a lookup of
+    ``word`` reads there (the leaf holding its slice, or the node with no kid for it)."""
     inode = _inode_at(t, path)
     m = gcas_read(inode, t)
+    while word is not None and m.kids is not None and m.kids[kid_index(m, word)] is not None:
+        inode = m.kids[kid_index(m, word)]
+        m = gcas_read(inode, t)
     branches = _Adversary(m.branches)
     clone = CNode.__new__(CNode)  # every field of m (whatever the layout), then the map
     for cls in CNode.__mro__:
@@ -176,27 +182,36 @@ def _unsound_validate(self, seen, words):
     return True
 
 
+@pytest.mark.parametrize("level", ["flat", "split"])
 @pytest.mark.parametrize("variant", ["sound", "unsound"])
-def test_absent_words_are_validated_too(variant, monkeypatch):
+def test_absent_words_are_validated_too(variant, level, monkeypatch):
     """The audit's interleaving, driven deterministically and judged by the checker. A
     lookup of 'a.b.c' reads the level of 'a' and finds no 'b', only '*' (-> I(a.*)). Right
     then W1 subscribes 'a.b.c' -> x (the copied C-node keeps the '*' branch by identity)
     and W2 subscribes 'a.*.c' -> z; the lookup goes on to read I(a.*) and finds z. {z}
     without x held at no instant (W1 came before W2), yet re-checking only the branches
     that were found passes. The real validation must re-walk; the unsound variant must be
-    caught by the linearizability checker, which proves the test can fail."""
+    caught by the linearizability checker, which proves the test can fail.
+
+    ``split``: the level of 'a' holds literal words in hash levels (one-word leaves), so
+    'b' is found absent in a kid, or for want of one: the same must hold there."""
     if variant == "unsound":
         monkeypatch.setattr(_CSTrie, "_validate", _unsound_validate, raising=False)
-    t = CSTrie()
-    t.subscribe("a.*.d", "q")
-    t.subscribe("a.*.e", "q")  # two patterns below 'a.*': it is an I-node
+    t = CSTrie() if level == "flat" else CSTrie(_leaf_max=1)
+    initial = {("a.*.d", "q"), ("a.*.e", "q")}  # two patterns below 'a.*': it is an I-node
+    if level == "split":
+        initial |= {(f"a.k{j}.q", "q") for j in range(40)}
+    for p, x in sorted(initial):
+        t.subscribe(p, x)
+    assert (gcas_read(_inode_at(t, "a"), t).kids is not None) == (level == "split")
     clock = time.monotonic_ns
     history: list[Op] = []
-    _instrument(t, "a", _subscribes(t, [("a.b.c", "x"), ("a.*.c", "z")], history), budget=1)
+    _instrument(t, "a", _subscribes(t, [("a.b.c", "x"), ("a.*.c", "z")], history), budget=1,
+                word="b")
     call = clock()
     result = t.lookup("a.b.c")
     history.append(Op(0, "lookup", "a.b.c", result, call, clock()))
-    verdict = check(history, SPEC, initial=frozenset({("a.*.d", "q"), ("a.*.e", "q")}))
+    verdict = check(history, SPEC, initial=frozenset(initial))
     if variant == "sound":
         assert result == frozenset({"x", "z"}) and verdict is True, (result, verdict)
     else:

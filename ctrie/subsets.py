@@ -1,0 +1,180 @@
+"""Subscriber sets whose updates do not copy the whole set.
+
+A branch's subscribers are a ``frozenset`` while there are at most ``SUBS_FLAT`` of them
+(copying a small frozenset is the cheapest update there is, and a lookup hands it out as is).
+A larger set is a :class:`SubSet`: a persistent hash trie over the subscribers' hashes, the
+Ctrie's layout without I-nodes (the whole set is immutable and is replaced, inside its
+branch, by the level's one GCAS). Its nodes are ``frozenset`` leaves of at most
+``SUBS_FLAT`` members, or tuples of ``FANOUT`` children indexed by five bits of the hash, so
+adding or removing one subscriber copies one leaf and O(log32 n) tuples of 32: O(SUBS_FLAT +
+32 log32 n) whatever the size, where a flat set copied all n.
+
+``lookup`` must still return a ``frozenset`` (the contract), so a :class:`SubSet`
+materialises one the first time a lookup asks, O(n), and caches it on itself: once per
+version of the set, shared by every lookup of that version. Two threads that race to
+materialise build equal sets and either may be kept (a plain attribute store).
+
+Thread-safety: immutable once built (the cache aside, see above). Pure: the builders return
+new objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterator
+from typing import Optional, Union
+
+__all__ = ["SUBS_FLAT", "SubSet", "Subscribers", "with_sub", "without_sub", "as_frozenset"]
+
+#: The most subscribers a branch keeps in a flat ``frozenset``; chosen by measurement
+#: (tools/subs_width.py). A SubSet shrinking to half of it goes back to a frozenset.
+SUBS_FLAT = 64
+_BITS = 5
+_FANOUT = 1 << _BITS
+_MASK = _FANOUT - 1
+_MAX_SHIFT = 60  # past this a hash has no bits left: such a leaf grows instead of splitting
+
+Subscribers = Union[frozenset, "SubSet"]
+
+
+class SubSet:
+    """A persistent set of more than ``SUBS_FLAT // 2`` subscribers (see the module).
+
+    Supports what the trie needs of a subscriber set: ``in``, ``len``, truth, iteration and
+    :meth:`frozen`; updates through :func:`with_sub` / :func:`without_sub`. O(log32 n)
+    membership, O(SUBS_FLAT + 32 log32 n) updates, O(n) once for :meth:`frozen`.
+    """
+
+    __slots__ = ("root", "size", "_frozen")
+
+    def __init__(self, root: Union[frozenset, tuple], size: int) -> None:
+        self.root = root
+        self.size = size
+        self._frozen: Optional[frozenset] = None
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __bool__(self) -> bool:
+        return self.size > 0
+
+    def __contains__(self, x: object) -> bool:
+        node = self.root
+        h = hash(x)
+        shift = 0
+        while type(node) is tuple:
+            node = node[(h >> shift) & _MASK]
+            if node is None:
+                return False
+            shift += _BITS
+        return x in node
+
+    def __iter__(self) -> Iterator:
+        return iter(self.frozen())
+
+    def frozen(self) -> frozenset:
+        """The members as a ``frozenset``: built once per SubSet, O(n), then cached."""
+        f = self._frozen
+        if f is None:
+            leaves = []
+            stack = [self.root]
+            while stack:
+                node = stack.pop()
+                if type(node) is tuple:
+                    stack.extend(c for c in node if c is not None)
+                else:
+                    leaves.append(node)
+            f = self._frozen = frozenset().union(*leaves)
+        return f
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, SubSet):
+            other = other.frozen()
+        return self.frozen() == other
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"SubSet({self.size} subscribers)"
+
+    @classmethod
+    def of(cls, members: frozenset) -> SubSet:
+        """A SubSet holding ``members``. O(len(members) log n)."""
+        root: Union[frozenset, tuple] = frozenset()
+        for x in members:
+            root = _add(root, x, hash(x), 0)
+        return cls(root, len(members))
+
+
+def _add(node: Union[frozenset, tuple], x: Hashable, h: int, shift: int) -> Union[frozenset, tuple]:
+    """``node`` with ``x`` added (``x`` not in it): path copy."""
+    if type(node) is tuple:
+        j = (h >> shift) & _MASK
+        c = node[j]
+        t = list(node)
+        t[j] = frozenset((x,)) if c is None else _add(c, x, h, shift + _BITS)
+        return tuple(t)
+    if len(node) < SUBS_FLAT or shift >= _MAX_SHIFT:
+        return node | {x}
+    # A full leaf: split it on the next five bits (each part then holds about 1/32 of it).
+    groups: list = [None] * _FANOUT
+    for y in node:
+        j = (hash(y) >> shift) & _MASK
+        g = groups[j]
+        if g is None:
+            g = groups[j] = set()
+        g.add(y)
+    t = tuple(None if g is None else frozenset(g) for g in groups)
+    return _add(t, x, h, shift)
+
+
+def _remove(node: Union[frozenset, tuple], x: Hashable, h: int,
+            shift: int) -> Optional[Union[frozenset, tuple]]:
+    """``node`` without ``x`` (``x`` in it), or None if nothing is left: path copy. A tuple
+    left with only small leaves folds back into one leaf."""
+    if type(node) is not tuple:
+        rest = node - {x}
+        return rest or None
+    j = (h >> shift) & _MASK
+    t = list(node)
+    t[j] = _remove(node[j], x, h, shift + _BITS)  # type: ignore[arg-type]
+    total = 0
+    for c in t:
+        if c is None:
+            continue
+        if type(c) is tuple:
+            return tuple(t)
+        total += len(c)
+        if total > SUBS_FLAT // 2:
+            return tuple(t)
+    return frozenset().union(*(c for c in t if c is not None)) if total else None
+
+
+def with_sub(subs: Subscribers, x: Hashable) -> Subscribers:
+    """``subs`` plus ``x`` (which must not be in it). A flat set past ``SUBS_FLAT`` becomes
+    a SubSet."""
+    if type(subs) is frozenset:
+        if len(subs) < SUBS_FLAT:
+            return subs | {x}
+        s = SubSet.of(subs)
+    else:
+        s = subs  # type: ignore[assignment]
+    return SubSet(_add(s.root, x, hash(x), 0), s.size + 1)
+
+
+def without_sub(subs: Subscribers, x: Hashable) -> Subscribers:
+    """``subs`` without ``x`` (which must be in it). A SubSet shrinking to ``SUBS_FLAT // 2``
+    goes back to a frozenset (the gap keeps a set at the boundary from converting back and
+    forth on every write)."""
+    if type(subs) is frozenset:
+        return subs - {x}
+    root = _remove(subs.root, x, hash(x), 0)  # type: ignore[union-attr]
+    size = subs.size - 1  # type: ignore[union-attr]
+    if root is None:
+        return frozenset()
+    s = SubSet(root, size)
+    return s.frozen() if size <= SUBS_FLAT // 2 else s
+
+
+def as_frozenset(subs: Subscribers) -> frozenset:
+    """``subs`` as a frozenset (materialised and cached for a SubSet)."""
+    return subs if type(subs) is frozenset else subs.frozen()  # type: ignore[union-attr]

@@ -1,0 +1,134 @@
+"""The CS-trie's node layout: what one write copies, and whom it conflicts with.
+
+A write to a level of W words or to a pattern of S subscribers must not copy O(W) or O(S)
+entries (it did: a C-node was one dict, a subscriber set one frozenset). What a write copies
+is measured by the bytes it allocates (``tracemalloc``'s peak during the write: every copied
+dict, tuple or set is allocated whole), a counter, not a timer, and compared with the same
+write on a narrow level in the same trie: the ratio must stay small. The same body runs for
+the locked trie, which never copied.
+
+And two writers of different words under one wide level must not invalidate each other's
+GCAS unless their words share a leaf (driven deterministically through the fault hook).
+"""
+
+from __future__ import annotations
+
+import statistics
+import tracemalloc
+
+import pytest
+
+from ctrie import CSTrie
+from ctrie.gcas import gcas_read
+from matchers import by_name
+from schedule import StepScheduler
+
+TRIES = ["CSTrie", "LockedTrie(cache=False)"]
+WIDE = 10_000
+#: A write may allocate at most this many times what it allocates on a narrow level: a few
+#: hash levels and one leaf, never the level (copying 10,000 entries allocates ~100x).
+GROWTH = 8
+
+
+def _write_bytes(m, pattern_of, subscriber_of, n: int = 21) -> float:
+    """Median over ``n`` writes of the peak bytes one subscribe + unsubscribe allocates."""
+    peaks = []
+    for j in range(n):
+        p, s = pattern_of(j), subscriber_of(j)
+        tracemalloc.start()
+        try:
+            tracemalloc.reset_peak()
+            base = tracemalloc.get_traced_memory()[0]
+            m.subscribe(p, s)
+            m.unsubscribe(p, s)
+            peaks.append(tracemalloc.get_traced_memory()[1] - base)
+        finally:
+            tracemalloc.stop()
+    return statistics.median(peaks)
+
+
+@pytest.mark.parametrize("name", TRIES)
+def test_a_write_under_a_wide_level_copies_no_more_than_under_a_narrow_one(name):
+    m = by_name(name).factory("nats", (), 8)
+    for i in range(WIDE):
+        m.subscribe(f"_INBOX.{i}.reply", "s")
+    m.subscribe("narrow.0.reply", "s")
+    narrow = _write_bytes(m, lambda j: f"narrow.n{j}.reply", lambda j: "x")
+    wide = _write_bytes(m, lambda j: f"_INBOX.n{j}.reply", lambda j: "x")
+    assert wide <= GROWTH * narrow, (
+        f"{name}: a subscribe+unsubscribe beside {WIDE:,} siblings allocates {wide:,.0f} "
+        f"bytes, beside one {narrow:,.0f}: it copies the level")
+    if hasattr(m, "check"):
+        m.check()
+
+
+@pytest.mark.parametrize("name", TRIES)
+def test_a_write_to_a_crowded_pattern_copies_no_more_than_to_a_quiet_one(name):
+    m = by_name(name).factory("nats", (), 8)
+    for i in range(WIDE):
+        m.subscribe("stock.>", i)
+    m.subscribe("quiet.>", 0)
+    quiet = _write_bytes(m, lambda j: "quiet.>", lambda j: -1 - j)
+    crowded = _write_bytes(m, lambda j: "stock.>", lambda j: -1 - j)
+    assert crowded <= GROWTH * quiet, (
+        f"{name}: adding and removing a subscriber of a pattern with {WIDE:,} allocates "
+        f"{crowded:,.0f} bytes, of one with 1 {quiet:,.0f}: it copies the set")
+    assert len(m.lookup("stock.x")) == WIDE
+    if hasattr(m, "check"):
+        m.check()
+
+
+# --- two writers under one wide level (deterministic) ------------------------------------
+
+
+def _leaf_of(t: CSTrie, level_word: str, word: str):
+    """The I-node of the leaf that holds (or would hold) ``word`` below ``level_word``."""
+    inode = gcas_read(t._read_root(), t).branches[level_word].inode
+    m = gcas_read(inode, t)
+    while getattr(m, "kids", None) is not None:  # (a flat level has none)
+        inode = m.kids[(hash(word) >> m.shift) & (len(m.kids) - 1)]
+        assert inode is not None, "pick words whose hash slices are populated"
+        m = gcas_read(inode, t)
+    return inode, m
+
+
+def _pick(t: CSTrie, same_leaf: bool) -> tuple[str, str]:
+    """Two new words under '_INBOX' in different leaves (or the same one), neither leaf
+    full (so that each subscribe is one GCAS). A flat level is one leaf: any two words."""
+    cands = []
+    for j in range(2000):
+        w = f"new{j}"
+        try:
+            leaf, m = _leaf_of(t, "_INBOX", w)
+        except AssertionError:
+            continue
+        if len(m.branches) < getattr(t, "_leaf_max", len(m.branches) + 1):
+            cands.append((w, leaf))
+    for a, la in cands:
+        for b, lb in cands:
+            if b != a and (lb is la) == same_leaf:
+                return a, b
+    return cands[0][0], cands[1][0]
+
+
+@pytest.mark.parametrize("same_leaf", [False, True], ids=["different leaves", "same leaf"])
+def test_writers_of_different_words_under_a_wide_level_do_not_conflict(same_leaf):
+    """A parks right before the CAS of its GCAS; B subscribes another word under the same
+    level and completes; A goes on. With the words in different leaves A's CAS succeeds the
+    first time; in the same leaf it must fail once and retry (the control that shows the
+    count can tell). On a flat level (one dict per level) both cases conflict."""
+    t = CSTrie()
+    for i in range(2000):
+        t.subscribe(f"_INBOX.{i}.reply", "s")
+    a, b = _pick(t, same_leaf)
+    with StepScheduler() as sched:
+        sched.spawn("A", lambda: t.subscribe(f"_INBOX.{a}.reply", "A"))
+        sched.spawn("B", lambda: t.subscribe(f"_INBOX.{b}.reply", "B"))
+        assert sched.step("A") == ("inode_cas", "before")
+        while sched.step("B") is not None:
+            pass
+        sched.finish()
+    cas_a = sched["A"].trace.count(("inode_cas", "before"))
+    assert cas_a == (2 if same_leaf else 1), (same_leaf, sched["A"].trace)
+    assert t.lookup(f"_INBOX.{a}.reply") == {"A"} and t.lookup(f"_INBOX.{b}.reply") == {"B"}
+    t.check()
