@@ -361,6 +361,7 @@ class CSTrie:
         startgen = root.gen
         last = len(words) - 1
         frames: list[tuple[INode, Optional[INode], Optional[str]]] = []
+        moved = 0
         inode: INode = root
         parent: Optional[INode] = None
         pword: Optional[str] = None
@@ -392,8 +393,11 @@ class CSTrie:
                 if subscriber not in b.subs:
                     return False
                 subs = without_sub(b.subs, subscriber)
-                if type(child) is INode and self._is_tomb(child):
-                    child = None  # a tombed child is no live child: drop it here too
+                if type(child) is INode:
+                    cm = gcas_read(child, self)
+                    if type(cm) is TNode:
+                        child = cm.sn  # a tombed child: its S-node, if any, or nothing
+                        moved = cm.npairs  # its pairs move up into this level
             elif child is None:
                 return False
             elif type(child) is SNode:
@@ -421,8 +425,10 @@ class CSTrie:
                 nm = m.removed(w, single, multi)  # the root's C-node may be empty
             else:
                 nm = TNode()  # last branch of a non-root C-node: entomb the I-node
-            # Linearization point: the commit of this GCAS.
-            if not GCAS(inode, m, nm, self):
+            if parent is not None and type(nm) is CNode:
+                nm = self._contracted(nm)
+            # Linearization point: the commit of this GCAS (one pair fewer).
+            if not GCAS(inode, m, nm, self, delta=nm.npairs - m.npairs - moved):
                 return _RESTART
             break
         # The pair is removed. Climb back up, hash levels included.
@@ -556,13 +562,36 @@ class CSTrie:
         if parent.gen is not startgen and not self._readonly:
             return True  # frozen by a snapshot: cleaned after renewal by a later writer
         single, multi = self._single, self._multi
-        if b.subs:
-            npm = pm.updated(word, Branch(b.subs, None), single, multi)  # type: ignore[arg-type]
+        tm = gcas_read(tombed, self)  # a tomb is final: this is the one it holds
+        if type(tm) is not TNode:
+            return True  # (only a broken GCAS, as the tests' mutants, un-entombs a node)
+        sn = tm.sn
+        if b.subs or sn is not None:
+            npm = pm.updated(word, Branch(b.subs, sn), single, multi)  # type: ignore[arg-type]
         elif len(pm.branches) > 1 or parent_is_root or pm.kids is not None:
             npm = pm.removed(word, single, multi)  # type: ignore[arg-type]
         else:
             npm = TNode()
-        return GCAS(parent, pm, npm, self)
+        if not parent_is_root and type(npm) is CNode:
+            npm = self._contracted(npm)  # the parent may now hold one pattern in turn
+        # The tomb's pairs move up into the parent: the count does not change.
+        return GCAS(parent, pm, npm, self, delta=npm.npairs - pm.npairs - tm.npairs)
+
+    def _contracted(self, m: CNode) -> MainNode:
+        """The Ctrie's toContracted: ``m`` (the new C-node of a non-root I-node), or, if it
+        is a word level left with one pattern (one branch: subscribers and no child, or no
+        subscribers and an S-node), a tomb holding that pattern as an S-node. The parent's
+        clean-up then puts the S-node in the I-node's place, so after any history a path
+        that holds one pattern is one S-node, as in a trie built fresh. O(pattern length)."""
+        if m.kids is not None or m.shift or len(m.branches) != 1:
+            return m
+        for w, b in m.branches.items():
+            c = b.inode
+            if c is None:
+                return TNode(SNode((w,), b.subs, self._single, self._multi), m)
+            if type(c) is SNode and not b.subs:
+                return TNode(SNode((w, *c.words), c.subs, self._single, self._multi), m)
+        return m
 
     # --- lookup -----------------------------------------------------------------------------
 
@@ -637,9 +666,11 @@ class CSTrie:
                         if type(m) is not TNode:
                             raise
                         self._tomb_met(inode, parent, root, words[i - 1] if i else None)
-                        f = None  # read as the empty subtree it stands for
-                        m = _EMPTY_CNODE
-                        ref = _EMPTY_REF  # a tomb is final: its read needs no second look
+                        # Read it as the C-node it froze; a tomb is final, so its read
+                        # needs no second look (``ref`` always holds that C-node).
+                        ref = m.ref
+                        m = m.cnode
+                        f = m.fwc
                     k = i
                     if f is not None and f.subs and (i or not dollar):
                         add(f.subs)  # NATS '>': i < n here, so a word remains; MQTT '#'
@@ -952,10 +983,10 @@ class CSTrie:
                 if type(m) is not TNode:
                     raise
                 self._tomb_met(inode, parent, root, words[i - 1] if i else None)
-                # A tomb is final and reads as an empty subtree. Recorded as the NATS walk
-                # records it, so that the validation runs whatever else the walk read.
-                seen += (_EMPTY_REF, _EMPTY_CNODE, i)
-                continue
+                # A tomb is final and reads as the C-node it froze (as in the NATS walk).
+                ref = m.ref
+                m = m.cnode
+                h = m.fwc
             seen += (ref, m, i)
             if h is not None:
                 start = absorbed[inode] if inode in absorbed else None  # not dict.get: ctrie/_ftdict.py
@@ -1036,8 +1067,8 @@ class CSTrie:
         while stack:
             inode, prefix = stack.pop()
             m = gcas_read(inode, self)
-            if type(m) is not CNode:
-                continue
+            if type(m) is TNode:
+                m = m.cnode  # the C-node it froze (empty, or one pattern)
             if m.kids is not None:  # a wide level: its hash levels share the prefix
                 stack.extend((k, prefix) for k in m.kids if k is not None)
             for w, b in m.branches.items():
@@ -1085,8 +1116,10 @@ class CSTrie:
         stack = [m]
         while stack:
             m = stack.pop()
-            if type(m) is not CNode:
-                continue  # a tomb (or None: nothing)
+            if type(m) is TNode:
+                m = m.cnode  # the C-node it froze (empty, or one pattern)
+            elif m is None:
+                continue
             n += m.npairs
             if m.kids is not None:
                 stack.extend(gcas_read(k, self) for k in m.kids if k is not None)
@@ -1272,9 +1305,6 @@ for _shift in range(0, 64 + FANOUT_BITS, FANOUT_BITS):
     _AT[_shift] = CNode({}, "", "", shift=_shift)
 _AT_LEN = FANOUT
 
-# What a lookup reads in place of a tomb it may not clean: an empty subtree.
-_EMPTY_CNODE = CNode({}, "", "")
-_EMPTY_REF = AtomicRef(_EMPTY_CNODE)  # never written: what a lookup records for a tomb
 
 
 # --- matching the words of an S-node against the rest of a topic ------------------------------

@@ -297,14 +297,26 @@ def _pairs(b: Branch) -> int:
 
 
 class TNode(MainNode):
-    """A tomb: the last main node an I-node ever holds. It stands for an empty subtree."""
+    """A tomb: the last main node an I-node ever holds. It stands for the C-node it froze,
+    ``cnode``: an empty subtree, or (the Ctrie's contraction) a level left with one pattern,
+    which ``sn`` holds as an S-node for the parent to take in place of the I-node.
 
-    __slots__ = ()
-    npairs = 0  # an empty subtree stores no pair
+    ``ref`` is an AtomicRef that always holds ``cnode``: what a lookup records for the read
+    of a tomb, which needs no second look (a tomb is final). ``npairs`` is ``cnode``'s."""
+
+    __slots__ = ("sn", "cnode", "ref", "npairs")
     kids = None
 
+    def __init__(self, sn: Optional[SNode] = None, cnode: Optional[CNode] = None) -> None:
+        self.prev = None
+        self.sn = sn
+        if cnode is None:
+            self.cnode, self.ref, self.npairs = EMPTY_CNODE, EMPTY_REF, 0
+        else:
+            self.cnode, self.ref, self.npairs = cnode, AtomicRef(cnode), cnode.npairs
+
     def __repr__(self) -> str:
-        return "TNode()"
+        return "TNode()" if self.sn is None else f"TNode({self.sn!r})"
 
 
 class FailedNode(MainNode):
@@ -329,3 +341,8 @@ class INode:
 
     def __repr__(self) -> str:
         return f"<INode {id(self):#x} gen={id(self.gen):#x}>"
+
+
+#: What an empty tomb stands for, and the reference a lookup records for reading it.
+EMPTY_CNODE = CNode({}, "", "")
+EMPTY_REF = AtomicRef(EMPTY_CNODE)  # never written

@@ -132,3 +132,52 @@ def test_writers_of_different_words_under_a_wide_level_do_not_conflict(same_leaf
     assert cas_a == (2 if same_leaf else 1), (same_leaf, sched["A"].trace)
     assert t.lookup(f"_INBOX.{a}.reply") == {"A"} and t.lookup(f"_INBOX.{b}.reply") == {"B"}
     t.check()
+
+
+# --- contraction: after any history, the shape of a fresh build ---------------------------
+
+
+def _fresh_like(t: CSTrie) -> CSTrie:
+    fresh = CSTrie(t.dialect)
+    for p, subs in sorted(t.subscriptions().items()):
+        for s in sorted(subs, key=repr):
+            fresh.subscribe(p, s)
+    return fresh
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_after_churn_the_trie_has_the_shape_of_a_fresh_build(seed):
+    """Random subscribes and unsubscribes (levels narrower than a leaf), then the trie must
+    hold the same I-nodes, branches and S-nodes as one built fresh from its content: the
+    chains that subscribes expanded fold back into S-nodes (the Ctrie's contraction).
+    Without contraction, the churned trie keeps extra I-nodes."""
+    import random
+    from test_tombs import shape
+
+    rnd = random.Random(seed)
+    words = ["a", "b", "c", "*"]
+    pats = [".".join(rnd.choice(words) for _ in range(rnd.randint(1, 5))) for _ in range(60)]
+    t = CSTrie()
+    for _ in range(3000):
+        p, s = rnd.choice(pats), rnd.randrange(3)
+        if rnd.random() < 0.5:
+            t.subscribe(p, s)
+        else:
+            t.unsubscribe(p, s)
+    t.check()
+    assert shape(t) == shape(_fresh_like(t)), (shape(t), shape(_fresh_like(t)))
+
+
+def test_a_device_tree_after_sibling_churn_is_as_small_as_a_fresh_one():
+    """The issue's churn: patterns, then one short-lived sibling subscription beside each.
+    The content is the same afterwards, and so must be the shape."""
+    from test_tombs import shape
+
+    t = CSTrie("mqtt")
+    for i in range(500):
+        t.subscribe(f"devices/{i}/telemetry/temp", "s")
+    for i in range(500):
+        t.subscribe(f"devices/{i}/telemetry/x", "tmp")
+        t.unsubscribe(f"devices/{i}/telemetry/x", "tmp")
+    t.check()
+    assert shape(t) == shape(_fresh_like(t))

@@ -202,7 +202,7 @@ def test_cstrie_histories_are_linearizable(figures):
     assert tally["unknown"] <= tally["histories"] // 100, f"too many undecided histories: {tally}"
 
 
-def _broken_gcas(inode, old, new, trie, neutral=False):
+def _broken_gcas(inode, old, new, trie, neutral=False, delta=None):
     """The mutant: GCAS's compare-and-swap replaced by a read, a yield, then a write."""
     if inode.main.get() is not old:
         return False
