@@ -1287,14 +1287,10 @@ def _check_subs(subs: object, where: str) -> None:
     assert type(subs) is SubSet, f"subscribers are a {type(subs).__name__} at {where!r}"
     assert subs.size > SUBS_FLAT // 2, f"SubSet of {subs.size} at {where!r}"
     members = set()
-    stack = [subs.root]
-    while stack:
-        node = stack.pop()
-        if type(node) is tuple:
-            stack.extend(c for c in node if c is not None)
-        else:
-            assert type(node) is frozenset and node, f"bad SubSet node at {where!r}"
-            members |= node
+    for leaf in subs.leaves():
+        assert type(leaf) is tuple and leaf, f"bad SubSet leaf at {where!r}"
+        assert len(set(leaf)) == len(leaf), f"duplicate in a SubSet leaf at {where!r}"
+        members.update(leaf)
     assert len(members) == subs.size, f"SubSet count {subs.size} != {len(members)} at {where!r}"
     assert all(x in subs for x in members), f"SubSet member not found by hash at {where!r}"
 

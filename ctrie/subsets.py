@@ -4,10 +4,9 @@ A branch's subscribers are a ``frozenset`` while there are at most ``SUBS_FLAT``
 (copying a small frozenset is the cheapest update there is, and a lookup hands it out as is).
 A larger set is a :class:`SubSet`: a persistent hash trie over the subscribers' hashes, the
 Ctrie's layout without I-nodes (the whole set is immutable and is replaced, inside its
-branch, by the level's one GCAS). Its nodes are ``frozenset`` leaves of at most
-``SUBS_FLAT`` members, or tuples of ``FANOUT`` children indexed by five bits of the hash, so
-adding or removing one subscriber copies one leaf and O(log32 n) tuples of 32: O(SUBS_FLAT +
-32 log32 n) whatever the size, where a flat set copied all n.
+branch, by the level's one GCAS). Its nodes are tuple leaves of at most 16 members, or
+tuples of 32 children indexed by five bits of the hash, so adding or removing one subscriber
+copies one leaf and O(log32 n) tuples of 32, whatever the size, where a flat set copied all n.
 
 ``lookup`` must still return a ``frozenset`` (the contract), so a :class:`SubSet`
 materialises one the first time a lookup asks, O(n), and caches it on itself: once per
@@ -36,17 +35,27 @@ _MAX_SHIFT = 60  # past this a hash has no bits left: such a leaf grows instead 
 Subscribers = Union[frozenset, "SubSet"]
 
 
+class _Inner(tuple):
+    """An inner node of a SubSet: ``_FANOUT`` children, each None, a leaf or an _Inner.
+    (A tuple subclass, so that a leaf, a plain tuple, is told from it by type.)"""
+
+    __slots__ = ()
+
+
 class SubSet:
     """A persistent set of more than ``SUBS_FLAT // 2`` subscribers (see the module).
 
+    Nodes: leaves are plain tuples of at most ``_LEAF`` members (a tuple costs 8 bytes a
+    member where a small frozenset costs 200 bytes; ``in`` scans it in C), inner nodes are
+    :class:`_Inner` tuples of 32 children indexed by five bits of the member's hash.
     Supports what the trie needs of a subscriber set: ``in``, ``len``, truth, iteration and
     :meth:`frozen`; updates through :func:`with_sub` / :func:`without_sub`. O(log32 n)
-    membership, O(SUBS_FLAT + 32 log32 n) updates, O(n) once for :meth:`frozen`.
+    membership, O(_LEAF + 32 log32 n) updates, O(n) once for :meth:`frozen`.
     """
 
     __slots__ = ("root", "size", "_frozen")
 
-    def __init__(self, root: Union[frozenset, tuple], size: int) -> None:
+    def __init__(self, root: tuple, size: int) -> None:
         self.root = root
         self.size = size
         self._frozen: Optional[frozenset] = None
@@ -61,7 +70,7 @@ class SubSet:
         node = self.root
         h = hash(x)
         shift = 0
-        while type(node) is tuple:
+        while type(node) is _Inner:
             node = node[(h >> shift) & _MASK]
             if node is None:
                 return False
@@ -71,19 +80,21 @@ class SubSet:
     def __iter__(self) -> Iterator:
         return iter(self.frozen())
 
+    def leaves(self) -> Iterator[tuple]:
+        """The leaf tuples, depth first."""
+        stack = [self.root]
+        while stack:
+            node = stack.pop()
+            if type(node) is _Inner:
+                stack.extend(c for c in node if c is not None)
+            else:
+                yield node
+
     def frozen(self) -> frozenset:
         """The members as a ``frozenset``: built once per SubSet, O(n), then cached."""
         f = self._frozen
         if f is None:
-            leaves = []
-            stack = [self.root]
-            while stack:
-                node = stack.pop()
-                if type(node) is tuple:
-                    stack.extend(c for c in node if c is not None)
-                else:
-                    leaves.append(node)
-            f = self._frozen = frozenset().union(*leaves)
+            f = self._frozen = frozenset().union(*self.leaves())
         return f
 
     def __eq__(self, other: object) -> bool:
@@ -99,54 +110,54 @@ class SubSet:
     @classmethod
     def of(cls, members: frozenset) -> SubSet:
         """A SubSet holding ``members``. O(len(members) log n)."""
-        root: Union[frozenset, tuple] = frozenset()
+        root: tuple = ()
         for x in members:
             root = _add(root, x, hash(x), 0)
         return cls(root, len(members))
 
 
-def _add(node: Union[frozenset, tuple], x: Hashable, h: int, shift: int) -> Union[frozenset, tuple]:
+#: The most members a leaf tuple holds before it splits.
+_LEAF = 16
+
+
+def _add(node: tuple, x: Hashable, h: int, shift: int) -> tuple:
     """``node`` with ``x`` added (``x`` not in it): path copy."""
-    if type(node) is tuple:
+    if type(node) is _Inner:
         j = (h >> shift) & _MASK
-        c = node[j]
         t = list(node)
-        t[j] = frozenset((x,)) if c is None else _add(c, x, h, shift + _BITS)
-        return tuple(t)
-    if len(node) < SUBS_FLAT or shift >= _MAX_SHIFT:
-        return node | {x}
+        c = t[j]
+        t[j] = (x,) if c is None else _add(c, x, h, shift + _BITS)
+        return _Inner(t)
+    if len(node) < _LEAF or shift >= _MAX_SHIFT:
+        return node + (x,)
     # A full leaf: split it on the next five bits (each part then holds about 1/32 of it).
     groups: list = [None] * _FANOUT
     for y in node:
         j = (hash(y) >> shift) & _MASK
         g = groups[j]
-        if g is None:
-            g = groups[j] = set()
-        g.add(y)
-    t = tuple(None if g is None else frozenset(g) for g in groups)
-    return _add(t, x, h, shift)
+        groups[j] = (y,) if g is None else g + (y,)
+    return _add(_Inner(groups), x, h, shift)
 
 
-def _remove(node: Union[frozenset, tuple], x: Hashable, h: int,
-            shift: int) -> Optional[Union[frozenset, tuple]]:
-    """``node`` without ``x`` (``x`` in it), or None if nothing is left: path copy. A tuple
-    left with only small leaves folds back into one leaf."""
-    if type(node) is not tuple:
-        rest = node - {x}
-        return rest or None
+def _remove(node: tuple, x: Hashable, h: int, shift: int) -> Optional[tuple]:
+    """``node`` without ``x`` (``x`` in it), or None if nothing is left: path copy. An inner
+    node left with only leaves of ``_LEAF`` members in all folds back into one leaf."""
+    if type(node) is not _Inner:
+        i = node.index(x)
+        return (node[:i] + node[i + 1:]) or None
     j = (h >> shift) & _MASK
     t = list(node)
-    t[j] = _remove(node[j], x, h, shift + _BITS)  # type: ignore[arg-type]
+    t[j] = _remove(node[j], x, h, shift + _BITS)
     total = 0
     for c in t:
         if c is None:
             continue
-        if type(c) is tuple:
-            return tuple(t)
+        if type(c) is _Inner:
+            return _Inner(t)
         total += len(c)
-        if total > SUBS_FLAT // 2:
-            return tuple(t)
-    return frozenset().union(*(c for c in t if c is not None)) if total else None
+        if total > _LEAF:
+            return _Inner(t)
+    return tuple(y for c in t if c is not None for y in c) if total else None
 
 
 def with_sub(subs: Subscribers, x: Hashable) -> Subscribers:
