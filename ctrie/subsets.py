@@ -4,7 +4,7 @@ A branch's subscribers are a ``frozenset`` while there are at most ``SUBS_FLAT``
 (copying a small frozenset is the cheapest update there is, and a lookup hands it out as is).
 A larger set is a :class:`SubSet`: a persistent hash trie over the subscribers' hashes, the
 Ctrie's layout without I-nodes (the whole set is immutable and is replaced, inside its
-branch, by the level's one GCAS). Its nodes are tuple leaves of at most 16 members, or
+branch, by the level's one GCAS). Its nodes are tuple leaves of at most 32 members, or
 tuples of 32 children indexed by five bits of the hash, so adding or removing one subscriber
 copies one leaf and O(log32 n) tuples of 32, whatever the size, where a flat set copied all n.
 
@@ -45,7 +45,7 @@ class _Inner(tuple):
 class SubSet:
     """A persistent set of more than ``SUBS_FLAT // 2`` subscribers (see the module).
 
-    Nodes: leaves are plain tuples of at most ``_LEAF`` members (a tuple costs 8 bytes a
+    Nodes: leaves are plain tuples of at most ``_LEAF`` (32) members (a tuple costs 8 bytes a
     member where a small frozenset costs 200 bytes; ``in`` scans it in C), inner nodes are
     :class:`_Inner` tuples of 32 children indexed by five bits of the member's hash.
     Supports what the trie needs of a subscriber set: ``in``, ``len``, truth, iteration and
@@ -53,12 +53,16 @@ class SubSet:
     membership, O(_LEAF + 32 log32 n) updates, O(n) once for :meth:`frozen`.
     """
 
-    __slots__ = ("root", "size", "_frozen")
+    __slots__ = ("root", "size", "_frozen", "_base")
 
-    def __init__(self, root: tuple, size: int) -> None:
+    def __init__(self, root: tuple, size: int,
+                 base: Optional[tuple[frozenset, Hashable, bool]] = None) -> None:
         self.root = root
         self.size = size
         self._frozen: Optional[frozenset] = None
+        # (the predecessor's materialised frozenset, the member added or removed, added?):
+        # then frozen() is one C-level copy of that set, not a rebuild from the leaves.
+        self._base = base
 
     def __len__(self) -> int:
         return self.size
@@ -91,10 +95,19 @@ class SubSet:
                 yield node
 
     def frozen(self) -> frozenset:
-        """The members as a ``frozenset``: built once per SubSet, O(n), then cached."""
+        """The members as a ``frozenset``: built once per SubSet, O(n), then cached. When
+        the predecessor's was built, this one is a copy of it with one member more or less
+        (no member is hashed again): a hot subject that is subscribed to and published to
+        in turn pays one set copy per version."""
         f = self._frozen
         if f is None:
-            f = self._frozen = frozenset().union(*self.leaves())
+            base = self._base
+            if base is None:
+                f = frozenset().union(*self.leaves())
+            else:
+                f = base[0] | {base[1]} if base[2] else base[0] - {base[1]}
+            self._frozen = f
+            self._base = None  # let the predecessor's set go
         return f
 
     def __eq__(self, other: object) -> bool:
@@ -117,7 +130,7 @@ class SubSet:
 
 
 #: The most members a leaf tuple holds before it splits.
-_LEAF = 16
+_LEAF = 32
 
 
 def _add(node: tuple, x: Hashable, h: int, shift: int) -> tuple:
@@ -167,9 +180,11 @@ def with_sub(subs: Subscribers, x: Hashable) -> Subscribers:
         if len(subs) < SUBS_FLAT:
             return subs | {x}
         s = SubSet.of(subs)
+        f: Optional[frozenset] = subs
     else:
         s = subs  # type: ignore[assignment]
-    return SubSet(_add(s.root, x, hash(x), 0), s.size + 1)
+        f = s._frozen
+    return SubSet(_add(s.root, x, hash(x), 0), s.size + 1, None if f is None else (f, x, True))
 
 
 def without_sub(subs: Subscribers, x: Hashable) -> Subscribers:
@@ -182,7 +197,8 @@ def without_sub(subs: Subscribers, x: Hashable) -> Subscribers:
     size = subs.size - 1  # type: ignore[union-attr]
     if root is None:
         return frozenset()
-    s = SubSet(root, size)
+    f = subs._frozen  # type: ignore[union-attr]
+    s = SubSet(root, size, None if f is None else (f, x, False))
     return s.frozen() if size <= SUBS_FLAT // 2 else s
 
 
