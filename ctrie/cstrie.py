@@ -27,9 +27,17 @@ so no writer can starve it: at most three walks per lookup.
 Path compression: where only one pattern continues below a branch, its remaining words sit
 in an S-node (:class:`~ctrie.nodes.SNode`) in the branch instead of a chain of one-branch
 I-nodes. A subscribe that must pass through an S-node first expands it into I-nodes with one
-GCAS that leaves the stored patterns unchanged. Unsubscribe does not contract chains back
-into S-nodes: removal still returns the trie to its empty shape, and compression is only a
-matter of speed and memory.
+GCAS that leaves the stored patterns unchanged. An unsubscribe that leaves a level with one
+pattern contracts it back (:meth:`CSTrie._contracted`, the Ctrie's toContracted): the I-node
+is entombed holding that pattern as an S-node, and the parent's clean-up puts the S-node in
+its place. So after any history the trie has the shape of a fresh build of its content.
+
+Layout (:class:`~ctrie.nodes.CNode`): a level of more than ``LEAF_MAX`` literal words splits
+on the words' hashes into kid I-nodes, so a write copies O(LEAF_MAX + 32 log W) entries, not
+the level; a pattern's subscribers past ``SUBS_FLAT`` are a persistent set
+(:mod:`ctrie.subsets`). Walks treat a kid as one more I-node on the word's path: a lookup
+records it for validation like any other, with the kid for the word's hash slice as the
+part it used.
 
 Tombs: the unsubscribe that entombs an I-node owns its clean-up until the tomb (and any
 parent entombed in turn) is out of the trie of the current root; when a snapshot freezes the
@@ -89,8 +97,10 @@ class CSTrie:
 
     Complexity, with ``k`` the number of words of the pattern or topic:
 
-    - ``subscribe`` / ``unsubscribe``: O(k) levels; each level reached costs a dict lookup,
-      and the one C-node changed is copied (O(its branches)). Retries on contention.
+    - ``subscribe`` / ``unsubscribe``: O(k) levels; each level reached costs a dict lookup
+      (plus O(log32 W) kid reads at a level of W > LEAF_MAX words), and the one C-node
+      changed is copied: O(LEAF_MAX) branches or 32 kids; a subscriber set past SUBS_FLAT
+      costs O(32 log32 S) to update. Retries on contention.
     - ``lookup``: O(k) per matching path without a multi-level wildcard inside a pattern;
       AMQP ``#`` inside patterns is O(visited nodes x k) at worst (memoised, never
       exponential).
