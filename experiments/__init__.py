@@ -3,12 +3,15 @@
 It reproduces the experiments of *Fast Topic Matching* and *Breaking and Entering* (see
 ``methodology.md``) for every matcher of the package and for paho-mqtt's ``MQTTMatcher``:
 
-- ``latency``: cold and hot latency of subscribe, unsubscribe and lookup (pyperf, or a
-  stdlib timing fallback where pyperf is not installed);
+- ``latency``: cold and hot latency of subscribe, unsubscribe and lookup, and lookup on a
+  dense wildcard workload (pyperf, or a stdlib timing fallback where pyperf is not
+  installed);
 - ``throughput``: messages per second on the 3-digit workload;
 - ``memory``: bytes held per subscription (tracemalloc) at 1,000 subscriptions and growth;
 - ``scaling``: wall time of concurrent rounds at 1 to 16 threads (50/50, 90/10);
 - ``lockfree``: the second article's insert:lookup 1:1 and 1:3 comparison;
+- ``contention``, ``ownership``, ``starvation``: sharing a matcher between threads;
+- ``level_width``: one write and one lookup under 1 to 100,000 sibling inboxes;
 - ``primitives``: cost of the atomic and locking primitives the matchers are built on;
 - ``charts`` and ``summary``: figures and the target-ratio table, from result files only.
 
@@ -24,7 +27,8 @@ paho-mqtt are used where installed, matplotlib only by ``charts``. Modules:
 ``registry``       the matchers measured, their constructors and their limits
 ``microbench``     per-operation timing: pyperf worker groups or the stdlib fallback
 ``benchfuncs``     the timed loops of ``latency`` and ``primitives``
-``throughput``, ``memory``, ``concurrency``: the other experiments
+``throughput``, ``memory``, ``concurrency``, ``ownership``, ``starvation``,
+``level_width``: the other experiments
 ``charts``, ``summary``: figures and targets
 =================  =====================================================================
 """

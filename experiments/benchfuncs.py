@@ -17,7 +17,12 @@ Latency benchmarks of one ``(algorithm, dialect)`` group, named ``<op>/<state>/<
 - ``lookup/*/faithful``: subscribes ``P``, repeats ``lookup(T)``; ``lookup/*/distinct``:
   cycles through ``pool`` distinct topics that ``P`` matches (defeats result caches);
 - state ``cold`` starts from an empty matcher, ``hot`` from ``hot_population`` random
-  5-word subscriptions.
+  5-word subscriptions (sparse: a topic matches at most one of them);
+- ``lookup/dense/distinct`` (CS-trie, LockedTrie without its cache and paho, MQTT form
+  only): the dense wildcard workload of :func:`experiments.workloads.dense_workload`,
+  ``dense_filters`` filters (subscriber ``i`` for filter ``i``, about 9 matches per topic),
+  cycling through ``dense_topics`` topics; the first answers are checked against
+  :func:`ctrie.matches`, and ``params.matches_per_topic`` is set by the preflight run.
 
 The inverted bitmap's topic space holds the hot population, ``T`` and the lookup pool (in
 the original it held 8-9 fixed topics, so its "hot" run was really cold). The optimized
@@ -26,7 +31,7 @@ bitmap is sized for 5 words.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import repeat
 from time import perf_counter
@@ -34,7 +39,8 @@ from typing import Any
 
 from . import registry, workloads
 
-__all__ = ["PRIMITIVES", "Bench", "latency_benches", "primitive_benches", "benches"]
+__all__ = ["DENSE_ALGORITHMS", "PRIMITIVES", "Bench", "benches", "dense_lookup_bench",
+           "latency_benches", "primitive_benches"]
 
 TimeFunc = Callable[[int], float]
 
@@ -42,6 +48,11 @@ TimeFunc = Callable[[int], float]
 SUBSCRIBER = "s"
 #: Words of the latency pattern and topic (the optimized bitmap's size).
 LATENCY_WORDS = 5
+#: The matchers of the dense lookup workload, and the one dialect it is measured in.
+DENSE_ALGORITHMS = ("cstrie", "locked_trie_nocache", "paho")
+DENSE_DIALECT = "mqtt"
+#: Dense topics whose answers are checked against ``ctrie.matches`` before timing.
+DENSE_ORACLE_TOPICS = 20
 
 
 @dataclass
@@ -74,9 +85,33 @@ def _forms(dialect: str) -> Callable[[str], str]:
     return workloads.to_mqtt if dialect == "mqtt" else (lambda s: s)
 
 
+def _chunks(items: list[str], most: int, loops: int) -> Iterator[list[str]]:
+    """``loops`` items in chunks of at most ``most``, each from the start of ``items``."""
+    done = 0
+    while done < loops:
+        chunk = items[: min(most, loops - done)]
+        yield chunk
+        done += len(chunk)
+
+
+def _cycle(look: Callable[[str], Any], topics: list[str]) -> TimeFunc:
+    """Time ``look`` over ``topics`` in turn, from the first again every ``len(topics)``."""
+    def f(loops: int) -> float:
+        total = 0.0
+        for chunk in _chunks(topics, len(topics), loops):
+            t0 = perf_counter()
+            for t in chunk:
+                look(t)
+            total += perf_counter() - t0
+        return total
+    return f
+
+
 def latency_benches(algorithm: str, dialect: str, seed: int, hot_population: int,
-                    batch: int, pool: int) -> list[Bench]:
-    """The 12 latency benchmarks of one ``(algorithm, dialect)`` group."""
+                    batch: int, pool: int, dense_filters: int, dense_topics: int
+                    ) -> list[Bench]:
+    """The 12 latency benchmarks of one ``(algorithm, dialect)`` group, and the dense lookup
+    where the group is one of :data:`DENSE_ALGORITHMS` on :data:`DENSE_DIALECT`."""
     form = _forms(dialect)
     pattern = form(workloads.LATENCY_PATTERN)
     topic = form(workloads.LATENCY_TOPIC)
@@ -128,9 +163,7 @@ def latency_benches(algorithm: str, dialect: str, seed: int, hot_population: int
 
         def f(loops: int) -> float:
             total = 0.0
-            done = 0
-            while done < loops:
-                chunk = fresh[: min(batch, loops - done)]
+            for chunk in _chunks(fresh, batch, loops):
                 t0 = perf_counter()
                 for p in chunk:
                     sub(p, SUBSCRIBER)
@@ -138,7 +171,6 @@ def latency_benches(algorithm: str, dialect: str, seed: int, hot_population: int
                 for p in chunk:
                     if not unsub(p, SUBSCRIBER):
                         raise AssertionError(f"{algorithm}: unsubscribe({p!r}) found nothing")
-                done += len(chunk)
             return total
         return f
 
@@ -160,16 +192,13 @@ def latency_benches(algorithm: str, dialect: str, seed: int, hot_population: int
 
         def f(loops: int) -> float:
             total = 0.0
-            done = 0
-            while done < loops:
-                chunk = fresh[: min(batch, loops - done)]
+            for chunk in _chunks(fresh, batch, loops):
                 for p in chunk:
                     sub(p, SUBSCRIBER)
                 t0 = perf_counter()
                 for p in chunk:
                     unsub(p, SUBSCRIBER)
                 total += perf_counter() - t0
-                done += len(chunk)
             return total
         return f
 
@@ -193,20 +222,7 @@ def latency_benches(algorithm: str, dialect: str, seed: int, hot_population: int
         for t in topics[:3]:
             if SUBSCRIBER not in m.lookup(t):
                 raise AssertionError(f"{algorithm} ({dialect}): lookup({t!r}) misses {pattern!r}")
-        look = m.lookup
-
-        def f(loops: int) -> float:
-            total = 0.0
-            done = 0
-            while done < loops:
-                chunk = topics[: min(pool, loops - done)]
-                t0 = perf_counter()
-                for t in chunk:
-                    look(t)
-                total += perf_counter() - t0
-                done += len(chunk)
-            return total
-        return f
+        return _cycle(m.lookup, topics)
 
     makers = {
         ("subscribe", "faithful"): subscribe_faithful,
@@ -230,7 +246,44 @@ def latency_benches(algorithm: str, dialect: str, seed: int, hot_population: int
                 bench.loops = 2 * batch
                 params["fixed_loops"] = bench.loops
             out.append(bench)
+    if algorithm in DENSE_ALGORITHMS and dialect == DENSE_DIALECT:
+        out.append(dense_lookup_bench(algorithm, dialect, seed, dense_filters, dense_topics))
     return out
+
+
+def dense_lookup_bench(algorithm: str, dialect: str, seed: int, filters: int, topics: int
+                       ) -> Bench:
+    """``lookup/dense/distinct``: lookups cycling through the dense workload's topics."""
+    from ctrie import matches
+
+    form = _forms(dialect)
+    wl = workloads.dense_workload(seed, filters, topics)
+    pats = [form(p) for p in wl.filters]
+    tops = [form(t) for t in wl.topics]
+    params: dict[str, Any] = {
+        "op": "lookup", "state": "dense", "variant": "distinct", "filters": len(pats),
+        "topics": len(tops), "levels": workloads.DENSE_LEVELS,
+        "words_per_level": len(workloads.DENSE_WORDS), "subscriber": "i for filter i",
+    }
+    if algorithm == "paho":
+        params["adapter"] = "MQTTMatcher value = set of subscribers; lookup unions them"
+
+    def setup() -> TimeFunc:
+        m = registry.make(algorithm, dialect)
+        refused = registry.populate(m, pats, range(len(pats)))
+        if refused:
+            raise RuntimeError(f"{algorithm} refused {refused} dense filters")
+        look = m.lookup
+        for t in tops[:DENSE_ORACLE_TOPICS]:
+            want = frozenset(i for i, p in enumerate(pats) if matches(p, t, dialect))
+            got = look(t)
+            if got != want:
+                raise AssertionError(f"{algorithm} ({dialect}): lookup({t!r}) = "
+                                     f"{sorted(got)[:10]}, ctrie.matches: {sorted(want)[:10]}")
+        params["oracle_checked"] = min(len(tops), DENSE_ORACLE_TOPICS)
+        params["matches_per_topic"] = sum(len(look(t)) for t in tops) / len(tops)
+        return _cycle(look, tops)
+    return Bench("lookup/dense/distinct", setup, params=params)
 
 
 # --- primitives -----------------------------------------------------------------------------
@@ -398,7 +451,8 @@ def benches(suite: str, group: str, seed: int, size_name: str) -> list[Bench]:
     if suite == "latency":
         algorithm, _, dialect = group.partition(":")
         return latency_benches(algorithm, dialect, seed, size.hot_population,
-                               size.latency_batch, size.lookup_pool)
+                               size.latency_batch, size.lookup_pool, size.dense_filters,
+                               size.dense_topics)
     if suite == "primitives":
         return primitive_benches()
     raise ValueError(f"unknown suite {suite!r}")

@@ -3,7 +3,7 @@
 One function per figure; each takes the loaded records and returns a matplotlib figure (or
 None when there is nothing to draw). Each figure uses, per build, the latest run of its
 experiment, and puts builds side by side (GIL first, then free-threaded) when several are
-present. Points are medians; error bars span min to max over the rounds or values.
+present, or, where one panel compares them (``level_width``), one line per build. Points are medians; error bars span min to max over the rounds or values.
 Figures are written as PNG and SVG (Agg backend; no display needed).
 """
 
@@ -54,11 +54,17 @@ def _n(value: Any) -> str:
     return f"{value:,}" if isinstance(value, int) else str(value)
 
 
-def _build_title(recs: list[Record], build: str) -> str:
+def _build_name(recs: list[Record], build: str) -> str:
+    """``Python <version> (GIL)`` or ``Python <version> (free-threaded, GIL disabled)``."""
     r = next(x for x in recs if x["build"] == build)
     kind = ("free-threaded, GIL disabled" if r.get("free_threaded_build")
             and not r.get("gil_enabled") else "GIL")
-    return f"Python {r['python']} ({kind}), {r['cpu_count']} CPUs, size {r['size']}"
+    return f"Python {r['python']} ({kind})"
+
+
+def _build_title(recs: list[Record], build: str) -> str:
+    r = next(x for x in recs if x["build"] == build)
+    return f"{_build_name(recs, build)}, {r['cpu_count']} CPUs, size {r['size']}"
 
 
 def _runs(recs: list[Record], experiment: str) -> list[tuple[str, list[Record]]]:
@@ -82,8 +88,9 @@ def _err(rs: list[Record], scale: float = 1.0) -> tuple[list[float], list[list[f
 def _skipped_note(ax: Any, recs: list[Record]) -> None:
     """List the cells of this panel that were not measured, inside the axes."""
     def where(r: Record) -> str:
-        n = r.get("params", {}).get("subscriptions")
-        return f" at {n:,}" if r["experiment"] == "memory" and n else ""
+        key = {"memory": "subscriptions", "level_width": "width"}.get(r["experiment"])
+        n = r.get("params", {}).get(key) if key else None
+        return f" at {n:,}" if n else ""
 
     bad = sorted({f"{_label(r['algorithm'])}: {r['status']}{where(r)}" for r in recs
                   if r.get("status") != "ok"})
@@ -422,6 +429,57 @@ def fig_contention(recs: list[Record]) -> Any:
     return fig
 
 
+# --- level width ------------------------------------------------------------------------------
+
+
+#: Line style of each build in a figure that draws the builds in one panel (GIL first).
+_BUILD_LINES = ("-", "--", ":", "-.")
+
+
+def fig_level_width(recs: list[Record]) -> Any:
+    """Cost of a write (and of a lookup) against the width of the level, log-log: one line
+    per (trie, build), every build in the same panel (GIL solid, free-threaded dashed)."""
+    from .level_width import ALGORITHMS as WIDTH_ALGORITHMS, WORKLOADS
+
+    runs = _runs(recs, "level_width")
+    if not runs:
+        return None
+    plt = _plt()
+    fig, axes = plt.subplots(1, len(WORKLOADS), figsize=(13, 5.2), squeeze=False)
+    what = {"write": "subscribe + unsubscribe of a fresh inbox",
+            "lookup": "lookup of an existing inbox"}
+    for col, workload in enumerate(WORKLOADS):
+        ax = axes[0][col]
+        for k, (build, rs) in enumerate(runs):
+            for a in WIDTH_ALGORITHMS:
+                c = sorted(cells(rs, algorithm=a, workload=workload),
+                           key=lambda r: r["params"]["width"])
+                if not c:
+                    continue
+                med, err = _err(c, 1e-3)  # ns -> us
+                ax.errorbar([r["params"]["width"] for r in c], med, yerr=err,
+                            marker=_MARKERS[a], color=_COLORS[a],
+                            linestyle=_BUILD_LINES[k % len(_BUILD_LINES)],
+                            markerfacecolor=_COLORS[a] if k == 0 else "white",
+                            label=f"{_label(a)}, {_build_name(recs, build)}", capsize=2,
+                            linewidth=2.2 if a == "cstrie" else 1.2)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        _plain_log(ax.xaxis)
+        _plain_log(ax.yaxis)
+        ax.set_xlabel("width of the level: sibling inboxes _INBOX.<i>.reply (log)")
+        ax.set_ylabel("microseconds per operation (log; lower is better)")
+        ax.set_title(what[workload], fontsize=10)
+        ax.grid(which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+        _skipped_note(ax, [r for _, rs in runs for r in rs if r["workload"] == workload])
+    runs_said = "; ".join(f"{_build_title(recs, b)}" for b, _ in runs)
+    fig.suptitle(f"Level width, one thread: NATS inboxes under one level ({runs_said})\n"
+                 "median, whiskers = min-max over interleaved rounds", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
 # --- primitives -------------------------------------------------------------------------------
 
 
@@ -475,6 +533,7 @@ FIGURES: dict[str, Callable[[list[Record]], Any]] = {
     "scaling_90-10-true": lambda r: fig_scaling(r, "90/10-true"),
     "lockfree": fig_lockfree,
     "contention": fig_contention,
+    "level_width": fig_level_width,
     "primitives": fig_primitives,
 }
 

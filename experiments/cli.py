@@ -1,7 +1,7 @@
 """``python -m experiments <command> [options]``: the harness's command line.
 
 Measuring commands (``latency``, ``throughput``, ``memory``, ``scaling``, ``lockfree``,
-``contention``, ``primitives``, ``all``) share the options ``--quick`` / ``--smoke`` / ``--size``, ``--out``,
+``contention``, ``ownership``, ``starvation``, ``level_width``, ``primitives``, ``all``) share the options ``--quick`` / ``--smoke`` / ``--size``, ``--out``,
 ``--seed``, ``--algorithms``, ``--dialects`` and ``--python``; ``charts`` and ``summary``
 read result files only (``--from``).
 
@@ -28,12 +28,13 @@ from .registry import ALGORITHMS
 __all__ = ["main"]
 
 MEASURES = ("latency", "throughput", "memory", "scaling", "lockfree", "contention",
-            "ownership", "starvation", "primitives")
+            "ownership", "starvation", "level_width", "primitives")
 DIALECTS = ("nats", "mqtt", "amqp")
 DEFAULT_DIALECTS = ("nats", "mqtt")
 
 _HELP = {
-    "latency": "cold and hot latency of subscribe, unsubscribe and lookup (pyperf)",
+    "latency": "cold and hot latency of subscribe, unsubscribe and lookup, and lookup on a "
+               "dense wildcard workload (pyperf)",
     "throughput": "messages per second on the 3-digit workload",
     "memory": "bytes held per subscription (tracemalloc) and its growth",
     "scaling": "concurrent rounds at growing thread counts: 50/50, 90/10 faithful and true",
@@ -41,6 +42,8 @@ _HELP = {
     "contention": "CPU time per operation, one shared matcher vs one per thread (1, 2 threads)",
     "ownership": "one thread's lookups on a matcher it built vs one another thread built",
     "starvation": "one reader's lookups per second beside one writer (CS-trie, LockedTrie)",
+    "level_width": "one subscribe+unsubscribe, and one lookup, under 1 to 100,000 sibling "
+                   "inboxes (CS-trie, LockedTrie)",
     "primitives": "cost of AtomicRef, threading.Lock, RWLock and atomics operations",
     "all": "every measuring experiment above, in one run",
 }
@@ -222,7 +225,8 @@ def _measure(args: argparse.Namespace, argv: list[str]) -> int:
         print(f"error: {sys.executable} cannot import the package ({exc}); install it there "
               "(pip install -e .) or pick another --python", file=sys.stderr)
         return 2
-    from . import concurrency, memory, microbench, ownership, starvation, throughput
+    from . import (concurrency, level_width, memory, microbench, ownership, starvation,
+                   throughput)
     from .registry import dialects_for
 
     root = args.out if args.out is not None else default_results_root()
@@ -247,6 +251,7 @@ def _measure(args: argparse.Namespace, argv: list[str]) -> int:
         "contention": lambda: concurrency.run_contention(run, algorithms, dialects),
         "ownership": lambda: ownership.run_ownership(run, algorithms, dialects),
         "starvation": lambda: starvation.run_starvation(run, algorithms, dialects),
+        "level_width": lambda: level_width.run_level_width(run, algorithms, dialects),
         "primitives": primitives,
     }
     todo = MEASURES if args.command == "all" else (args.command,)

@@ -3,8 +3,9 @@
 Every experiment runs the same code at every size; a size only changes counts, rounds and
 timing budgets, and every record carries the counts it was measured with. Workload-defining
 constants of ``methodology.md`` (1,000 hot subscriptions, 1,000 operations per worker, the
-3-digit workload's 1,000 subscriptions) are kept at ``quick`` size and shrunk only for
-``smoke``, whose numbers are meaningless and only prove that the code runs.
+3-digit workload's 1,000 subscriptions) and of the dense lookup workload (850 filters, 2,000
+topics) are kept at ``quick`` size and shrunk only for ``smoke``, whose numbers are
+meaningless and only prove that the code runs.
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ class Size:
     hot_population: int
     latency_batch: int
     lookup_pool: int
+    # latency, dense wildcard lookup: distinct MQTT filters, and the topics cycled through
+    dense_filters: int
+    dense_topics: int
     # per-operation timing: pyperf options, and the same budget for the stdlib fallback
     pyperf_args: tuple[str, ...]
     timeit_warmups: int
@@ -55,6 +59,10 @@ class Size:
     # starvation: seconds of one reader (and one writer) per round, and rounds per cell
     starvation_seconds: float
     starvation_rounds: int
+    # level width: the widths, fresh inboxes written per round (at most), interleaved rounds
+    width_levels: tuple[int, ...]
+    width_ops: int
+    width_rounds: int
 
     def as_params(self) -> dict:
         """The size as a plain dict (recorded in the run manifest)."""
@@ -67,6 +75,8 @@ SIZES: dict[str, Size] = {
         hot_population=1000,
         latency_batch=100,
         lookup_pool=2048,
+        dense_filters=850,
+        dense_topics=2000,
         # pyperf's defaults but 10 worker processes instead of 20 (30 values per cell, each
         # a 0.1 s loop): about 170 cells per build, so both builds fit in about an hour on
         # 2 cores; the spread each record carries shows whether 30 values were enough.
@@ -94,12 +104,17 @@ SIZES: dict[str, Size] = {
         ownership_rounds=7,
         starvation_seconds=2.0,
         starvation_rounds=5,
+        width_levels=(1, 100, 1000, 10_000, 100_000),
+        width_ops=2000,
+        width_rounds=7,
     ),
     "quick": Size(
         name="quick",
         hot_population=1000,
         latency_batch=100,
         lookup_pool=2048,
+        dense_filters=850,
+        dense_topics=2000,
         pyperf_args=("--processes", "1", "--values", "3", "--warmups", "1", "--min-time", "0.005"),
         timeit_warmups=1,
         timeit_values=3,
@@ -124,12 +139,17 @@ SIZES: dict[str, Size] = {
         ownership_rounds=3,
         starvation_seconds=0.5,
         starvation_rounds=3,
+        width_levels=(1, 100, 1000, 10_000),
+        width_ops=2000,
+        width_rounds=5,
     ),
     "smoke": Size(
         name="smoke",
         hot_population=50,
         latency_batch=10,
         lookup_pool=64,
+        dense_filters=100,
+        dense_topics=64,
         pyperf_args=("--debug-single-value",),
         timeit_warmups=0,
         timeit_values=2,
@@ -154,5 +174,8 @@ SIZES: dict[str, Size] = {
         ownership_rounds=2,
         starvation_seconds=0.02,
         starvation_rounds=1,
+        width_levels=(1, 100, 1000),
+        width_ops=50,
+        width_rounds=3,
     ),
 }

@@ -19,7 +19,8 @@ from .records import Record, build_order, cells, contention_growth, latest_run, 
 from .registry import ALGORITHMS, LABELS
 from .summary import TARGETS, compute, to_markdown
 
-__all__ = ["PUBLISHED_LATENCY", "PUBLISHED_THROUGHPUT", "render", "run_paper"]
+__all__ = ["LOOKUP_WORKLOADS", "PUBLISHED_LATENCY", "PUBLISHED_THROUGHPUT", "render",
+           "run_paper"]
 
 # The articles' figures (Go, 2016, 2.6 GHz Core i7), as methodology.md gives them.
 # ns per operation: (subscribe cold, hot, unsubscribe cold, hot, lookup cold, hot).
@@ -99,6 +100,57 @@ def latency_table(records: list[Record], build: str) -> str:
     lines.append("")
     lines.append(f"ns per operation, median (ratio to the CS-trie in the same column and "
                  f"dialect); run `{run}`, size {recs[0].get('size')}.")
+    return "\n".join(lines)
+
+
+#: The lookup workloads whose CS-trie ratios the summary gives: (name, the cell that
+#: describes the workload, its target against LockedTrie(cache=False), its target against paho).
+LOOKUP_WORKLOADS = (
+    ("sparse (hot population)", "lookup/hot/faithful", "hot_lookup_vs_lockedtrie",
+     "hot_lookup_vs_paho"),
+    ("dense wildcard", "lookup/dense/distinct", "dense_lookup_vs_lockedtrie",
+     "dense_lookup_vs_paho"),
+)
+
+
+def _lookup_population(records: list[Record], workload: str, run_id: str | None) -> str:
+    """What a lookup workload's CS-trie cell of ``run_id`` looked up, from its params."""
+    c = cells(records, experiment="latency", algorithm=REFERENCE, workload=workload,
+              run_id=run_id) if run_id else []
+    if not c:
+        return "–"
+    p = c[-1]["params"]
+    if "filters" in p:
+        per = p.get("matches_per_topic")
+        return (f"{p['filters']:,} filters; {p['topics']:,} topics in turn, "
+                + (f"{per:.1f} matches each" if per is not None else "matches not recorded"))
+    return f"{p.get('hot_population', 0) + 1:,} patterns; one topic, 1 match"
+
+
+def lookup_ratio_table(records: list[Record], builds: list[str]) -> str:
+    """The CS-trie's lookup time over LockedTrie(cache=False)'s and paho's, on the sparse
+    and the dense workload: the summary's rows (:func:`experiments.summary.compute`)."""
+    rows = {(r["target"], r["build"]): r for r in compute(records)}
+    form = {t.key: str(t.num.get("dialect", "")).upper() for t in TARGETS}
+
+    def ratio(row: dict[str, Any] | None) -> str:
+        if row is None or row.get("value") is None:
+            return "–"
+        return (f"{row['value']:.2f} ({row['margin']}; target {row['bound']}; "
+                f"{form[row['target']]} form)")
+
+    lines = ["| lookup workload | build | CS-trie / LockedTrie (no cache) | CS-trie / paho "
+             "MQTTMatcher | looked up | run |", "|---" * 6 + "|"]
+    for name, workload, vs_locked, vs_paho in LOOKUP_WORKLOADS:
+        for b in builds:
+            locked, paho = rows.get((vs_locked, b)), rows.get((vs_paho, b))
+            run_id = next((r["run_id"] for r in (locked, paho) if r and r.get("run_id")), None)
+            lines.append(f"| {name} | {_build_label(records, b)} | {ratio(locked)} | "
+                         f"{ratio(paho)} | {_lookup_population(records, workload, run_id)} | "
+                         + (f"`{run_id}`" if run_id else "–") + " |")
+    lines.append("")
+    lines.append("Lookup time, median, CS-trie over the other matcher in one run (below 1 the "
+                 "CS-trie is faster).")
     return "\n".join(lines)
 
 
@@ -366,6 +418,40 @@ def shape_table(records: list[Record], builds: list[str]) -> str:
     return "\n".join(lines)
 
 
+def _width_writes(records: list[Record], build: str) -> dict[tuple[str, int], Record]:
+    """(algorithm, width) -> the write cell of the level-width run the paper draws from."""
+    return {(r["algorithm"], r["params"]["width"]): r
+            for r in _run_cells(records, "level_width", build, workload="write")}
+
+
+def level_width_table(records: list[Record], builds: list[str]) -> str:
+    """Microseconds per subscribe + unsubscribe of a fresh inbox at each width, CS-trie and
+    LockedTrie(cache=False), and their ratio, per build."""
+    per = {b: _width_writes(records, b) for b in builds}
+    per = {b: t for b, t in per.items() if t}
+    if not per:
+        return "_No level-width results._"
+    widths = sorted({w for t in per.values() for _, w in t})
+    head = ["width"]
+    for b in per:
+        head += [f"{b} CS-trie µs", f"{b} LockedTrie (no cache) µs", f"{b} CS-trie / LockedTrie"]
+    lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
+    for w in widths:
+        row = [f"{w:,}"]
+        for t in per.values():
+            c, lt = t.get(("cstrie", w)), t.get(("locked_trie_nocache", w))
+            row += [f"{c['median'] / 1e3:.3g}" if c else "–",
+                    f"{lt['median'] / 1e3:.3g}" if lt else "–",
+                    f"**{c['median'] / lt['median']:.2f}x**" if c and lt else "–"]
+        lines.append("| " + " | ".join(row) + " |")
+    runs = "; ".join(f"`{next(iter(t.values()))['run_id']}` ({b}, "
+                     f"{next(iter(t.values()))['rounds']} rounds)" for b, t in per.items())
+    lines.append("")
+    lines.append(f"Median over interleaved rounds (the figure shows the min-max spread); one "
+                 f"write is a subscribe and an unsubscribe; runs {runs}.")
+    return "\n".join(lines)
+
+
 def _json_files(root: Path, pattern: str) -> list[tuple[Path, dict]]:
     out = []
     for path in sorted(Path(root).rglob(pattern)):
@@ -532,6 +618,15 @@ def facts(records: list[Record], builds: list[str]) -> dict[str, str]:
         out[f"{tag}_inverted_over_optimized_memory"] = (
             f"{mem['inverted_bitmap'] / mem['optimized_bitmap']:.2f}"
             if "inverted_bitmap" in mem and "optimized_bitmap" in mem else "n/a")
+        # level width: CS-trie / LockedTrie write cost at the narrowest and widest levels
+        lw = _width_writes(records, b)
+        both = sorted(w for a, w in lw if a == "cstrie" and ("locked_trie_nocache", w) in lw)
+        for end, w in (("narrowest", both[0] if both else None),
+                       ("widest", both[-1] if both else None)):
+            out[f"{tag}_width_{end}"] = f"{w:,}" if w is not None else "n/a"
+            out[f"{tag}_width_write_ratio_{end}"] = (
+                f"{lw[('cstrie', w)]['median'] / lw[('locked_trie_nocache', w)]['median']:.2f}"
+                if w is not None else "n/a")
         # Background load while the single-thread experiments ran (1-minute load average,
         # 2 cores); the concurrent experiments' own threads count in theirs, so they are
         # left out here.
@@ -596,6 +691,8 @@ def render(template: str, records: list[Record], root: Path | None = None) -> st
         "lockfree_tables": lambda: "\n\n".join(
             f"**{b}**\n\n{lockfree_table(records, b)}" for b in builds),
         "contention_table": lambda: contention_table(records, builds),
+        "lookup_ratio_table": lambda: lookup_ratio_table(records, builds),
+        "level_width_table": lambda: level_width_table(records, builds),
         "shape_table": lambda: shape_table(records, builds),
         "spark_table": lambda: spark_table(root) if root else "_(no results root given)_",
         "correctness_table": lambda: (correctness_table(root) if root

@@ -5,7 +5,8 @@ The runs go through the real command line (``python -m experiments``, in a subpr
 a temporary directory. The checks are meant to fail when the harness rots: every record
 carries every field with plausible values, every matcher appears in every experiment, and
 only the documented cells (paho's ``MQTTMatcher`` under threads, the ``atomics`` package
-where it is missing) are skipped.
+where it is missing) are skipped. The dense wildcard lookup (in ``latency``) and the level
+width experiment are followed from their records to the summary, the paper and the figure.
 """
 
 from __future__ import annotations
@@ -26,16 +27,27 @@ from experiments.registry import ALGORITHMS, thread_safe, unavailable
 ROOT = Path(__file__).resolve().parent.parent
 SEED = 7
 MEASURED = ("latency", "throughput", "memory", "scaling", "lockfree", "contention",
-            "ownership", "starvation", "primitives")
+            "ownership", "starvation", "level_width", "primitives")
 UNITS = {"latency": "ns", "throughput": "msg/s", "memory": "bytes", "scaling": "ops/s",
          "lockfree": "s", "contention": "us", "ownership": "ops/s",
-         "starvation": "ops/s", "primitives": "ns"}
+         "starvation": "ops/s", "level_width": "ns", "primitives": "ns"}
 LATENCY_CELLS = {f"{op}/{state}/{variant}"
                  for state in ("cold", "hot")
                  for op, variants in (("subscribe", ("faithful", "real")),
                                       ("unsubscribe", ("faithful", "real")),
                                       ("lookup", ("faithful", "distinct")))
                  for variant in variants}
+DENSE_CELL = "lookup/dense/distinct"
+DENSE_TARGETS = ("dense_lookup_vs_paho", "dense_lookup_vs_lockedtrie")
+
+
+def latency_cells(algorithm: str, dialect: str) -> set[str]:
+    """The latency workloads of one group: the 12 cells, and the dense lookup for its three
+    matchers on the MQTT form."""
+    from experiments.benchfuncs import DENSE_ALGORITHMS
+
+    dense = algorithm in DENSE_ALGORITHMS and dialect == "mqtt"
+    return LATENCY_CELLS | ({DENSE_CELL} if dense else set())
 
 
 def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -166,9 +178,91 @@ def test_latency_cells_and_dialects(results):
         dialects = ("mqtt",) if alg == "paho" else ("nats", "mqtt")
         for d in dialects:
             got = {r["workload"] for r in lat if r["algorithm"] == alg and r["dialect"] == d}
-            assert got == LATENCY_CELLS, f"{alg}:{d}: {LATENCY_CELLS ^ got}"
+            want = latency_cells(alg, d)
+            assert got == want, f"{alg}:{d}: {want ^ got}"
     methods = {r["params"].get("method") for r in lat if r["status"] == "ok"}
     assert methods == {"timeit"}
+
+
+def test_dense_lookup_runs_beside_the_sparse_one(results):
+    from experiments.benchfuncs import DENSE_ALGORITHMS
+    from experiments.config import SIZES
+
+    _, recs = results
+    size = SIZES["smoke"]
+    lat = by_experiment(recs, "latency")
+    dense = {r["algorithm"]: r for r in lat if r["workload"] == DENSE_CELL}
+    assert set(dense) == set(DENSE_ALGORITHMS)
+    sparse = {r["algorithm"]: r for r in lat if r["workload"] == "lookup/hot/faithful"}
+    for alg, r in dense.items():
+        if alg == "paho" and unavailable("paho"):
+            assert r["status"] == "skipped"
+            continue
+        assert r["status"] == "ok" and r["dialect"] == "mqtt", r
+        assert r["run_id"] == sparse[alg]["run_id"]  # one run: the ratios are within it
+        p = r["params"]
+        assert (p["filters"], p["topics"]) == (size.dense_filters, size.dense_topics)
+        # Answers checked against ctrie.matches, and wildcards that do match several filters.
+        assert p["oracle_checked"] > 0 and p["matches_per_topic"] > 1
+        assert p["matches_per_topic"] == dense["cstrie"]["params"]["matches_per_topic"]
+
+
+def test_dense_workload_is_seeded_distinct_and_dense():
+    from experiments.workloads import DENSE_LEVELS, dense_workload, to_mqtt
+
+    wl = dense_workload(SEED)
+    assert wl == dense_workload(SEED) and wl != dense_workload(SEED + 1)
+    assert len(wl.filters) == len(set(wl.filters)) == 850 and len(wl.topics) == 2000
+    for f in map(to_mqtt, wl.filters):
+        levels = f.split("/")
+        assert 1 <= len(levels) <= DENSE_LEVELS and "#" not in levels[:-1]
+        assert len(levels) < DENSE_LEVELS or levels[-1] != "#"
+    assert all(len(t.split(".")) == DENSE_LEVELS for t in wl.topics)
+    from ctrie import CSTrie
+
+    m = CSTrie(dialect="mqtt")
+    for i, f in enumerate(wl.filters):
+        m.subscribe(to_mqtt(f), i)
+    per_topic = sum(len(m.lookup(to_mqtt(t))) for t in wl.topics) / len(wl.topics)
+    assert 7 <= per_topic <= 12, per_topic  # "about 9 matches per topic"
+
+
+def test_level_width_measures_both_tries_at_every_width(results):
+    from experiments.config import SIZES
+    from experiments.level_width import ALGORITHMS as WIDTH_ALGORITHMS, WORKLOADS, ops_for
+
+    _, recs = results
+    size = SIZES["smoke"]
+    got = {(r["algorithm"], r["workload"], r["params"]["width"]): r
+           for r in by_experiment(recs, "level_width")}
+    assert set(got) == {(a, w, n) for a in WIDTH_ALGORITHMS for w in WORKLOADS
+                        for n in size.width_levels}
+    for (alg, workload, width), r in got.items():
+        assert r["status"] == "ok" and r["dialect"] == "nats", r
+        assert r["rounds"] == len(r["values"]) == size.width_rounds
+        assert r["params"]["ops"] == ops_for(width, size.width_ops)
+    assert len({r["run_id"] for r in got.values()}) == 1
+
+
+def test_level_width_chart_draws_a_line_per_trie_and_build(results):
+    pytest.importorskip("matplotlib")
+    from experiments.charts import fig_level_width
+    from experiments.level_width import ALGORITHMS as WIDTH_ALGORITHMS, WORKLOADS
+
+    _, recs = results
+    mine = by_experiment(recs, "level_width")
+    # The same records again as a free-threaded build's: one figure, both builds.
+    other = [{**r, "build": "3.99.0-ft", "python": "3.99.0", "free_threaded_build": True,
+              "gil_enabled": False, "run_id": r["run_id"] + "-ft"} for r in mine]
+    for records, builds in ((mine, 1), (mine + other, 2)):
+        fig = fig_level_width(records)
+        assert len(fig.axes) == len(WORKLOADS)
+        for ax in fig.axes:
+            _, labels = ax.get_legend_handles_labels()
+            assert len(labels) == len(set(labels)) == len(WIDTH_ALGORITHMS) * builds, labels
+            assert ax.get_xscale() == ax.get_yscale() == "log"
+        if builds == 2:
+            assert any("free-threaded" in lab for lab in labels)
 
 
 def test_throughput_answers_agree_with_the_reference(results):
@@ -236,15 +330,37 @@ def test_charts_and_summary_from_the_records(results, tmp_path):
     ft = [row for row in table["rows"] if row["target"] == "ft_9010_2v1"]
     if getattr(sys, "_is_gil_enabled", lambda: True)():
         assert ft[0]["status"] == "no data"
+    # The dense lookup ratios stand beside the sparse ones, from the same run.
+    rows = {row["target"]: row for row in table["rows"]}
+    if not unavailable("paho"):
+        for key in DENSE_TARGETS:
+            assert rows[key]["status"] in ("met", "missed"), rows[key]
+            assert rows[key]["run_id"] == rows["hot_lookup_vs_paho"]["run_id"]
+    # The paper, from the same records: both lookup ratios and the level-width table.
+    paper = tmp_path / "paper.md"
+    ok_or_fail(cli("paper", "--from", str(out), "--out", str(paper)))
+    text = paper.read_text()
+    assert "{{" not in text
+    for key in ("hot_lookup_vs_lockedtrie", "hot_lookup_vs_paho", *DENSE_TARGETS):
+        if rows[key]["value"] is not None:
+            assert f"{rows[key]['value']:.2f} ({rows[key]['margin']}" in text, key
+    dense_line = next(line for line in text.splitlines() if line.startswith("| dense wildcard"))
+    assert "matches each" in dense_line
+    from experiments.config import SIZES
+
+    for width in SIZES["smoke"].width_levels:
+        assert f"\n| {width:,} | " in text, width
+    assert "figures/level_width.png" in text
 
 
 def test_pyperf_path(tmp_path):
     pytest.importorskip("pyperf")
     proc = cli("latency", "--smoke", "--method", "pyperf", "--algorithms", "cstrie",
-               "--dialects", "nats", "--out", str(tmp_path))
+               "--dialects", "nats,mqtt", "--out", str(tmp_path))
     ok_or_fail(proc)
     recs = load(tmp_path)
-    assert {r["workload"] for r in recs} == LATENCY_CELLS
+    for d in ("nats", "mqtt"):
+        assert {r["workload"] for r in recs if r["dialect"] == d} == latency_cells("cstrie", d)
     for r in recs:
         assert r["status"] == "ok", r
         assert r["params"]["method"] == "pyperf"

@@ -26,35 +26,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from benchenv import environment, headline  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 from baselines import LockedTrie  # noqa: E402
 from ctrie import CSTrie  # noqa: E402
 from ctrie.nodes import LEAF_MAX  # noqa: E402
-
-
-def build(factory, width: int):
-    m = factory()
-    for i in range(width):
-        m.subscribe(f"_INBOX.{i}.reply", "s")
-    return m
-
-
-def time_writes(m, ops: int, tag: str) -> float:
-    names = [f"_INBOX.{tag}{j}.reply" for j in range(ops)]
-    sub, unsub = m.subscribe, m.unsubscribe
-    t0 = time.perf_counter()
-    for p in names:
-        sub(p, "x")
-        unsub(p, "x")
-    return (time.perf_counter() - t0) / ops
-
-
-def time_lookups(m, width: int, ops: int) -> float:
-    topics = [f"_INBOX.{(j * 7919) % max(width, 1)}.reply" for j in range(ops)]
-    look = m.lookup
-    t0 = time.perf_counter()
-    for t in topics:
-        look(t)
-    return (time.perf_counter() - t0) / ops
+from experiments.level_width import build, ops_for, time_lookups, time_writes  # noqa: E402  (the harness's method)
 
 
 def main() -> None:
@@ -77,7 +54,7 @@ def main() -> None:
     records = []
     for width in widths:
         tries = {name: build(f, width) for name, f in factories.items()}
-        ops = max(200, min(args.ops, 2_000_000 // max(width, 1)))
+        ops = ops_for(width, args.ops)
         w = {name: [] for name in tries}
         r = {name: [] for name in tries}
         gc.disable()
