@@ -239,6 +239,33 @@ class CSTrie:
             b = Branch(EMPTY, inode)
         return inode
 
+    def _expanded_with(self, sn: SNode, rest: tuple[str, ...], subscriber: Hashable,
+                       gen: Gen) -> INode:
+        """:meth:`_expanded` with the pattern ``rest`` (another than ``sn``'s, sharing any
+        prefix with it) already subscribed by ``subscriber``: fresh,
+        unpublished I-nodes holding both patterns, the level where they part holding two
+        branches (or one, where one pattern is a prefix of the other). O(len(rest))."""
+        t = sn.words
+        single, multi = self._single, self._multi
+        k = 1
+        top = min(len(t), len(rest))
+        while k < top and t[k - 1] == rest[k - 1]:
+            k += 1
+        new = frozenset((subscriber,))
+        # The branch at level k - 1 of each pattern: where it ends, or an S-node of the rest.
+        old_b = Branch(sn.subs, None) if k == len(t) else Branch(EMPTY, SNode(t[k:], sn.subs, single, multi))
+        if t[k - 1] != rest[k - 1]:
+            new_b = Branch(new, None) if k == len(rest) else Branch(EMPTY, SNode(rest[k:], new, single, multi))
+            branches = {t[k - 1]: old_b, rest[k - 1]: new_b}
+        elif k == len(rest):  # the new pattern is a prefix of the old: it ends here
+            branches = {t[k - 1]: Branch(new, old_b.inode)}
+        else:  # the old pattern is a prefix of the new one: the new one goes on below
+            branches = {t[k - 1]: Branch(sn.subs, SNode(rest[k:], new, single, multi))}
+        inode = INode(CNode(branches, single, multi), gen)
+        for j in range(k - 2, -1, -1):
+            inode = INode(CNode({t[j]: Branch(EMPTY, inode)}, single, multi), gen)
+        return inode
+
     def _insert(self, root: INode, words: list[str], subscriber: Hashable) -> object:
         startgen = root.gen
         single, multi = self._single, self._multi
@@ -246,7 +273,9 @@ class CSTrie:
         last = len(words) - 1
         i = 0
         while True:
-            m = gcas_read(inode, self)
+            m = inode.main.get()  # gcas_read inlined: one call less per level
+            if m.prev is not None:
+                m = gcas_complete(inode, m, self)
             if type(m) is not CNode:
                 # A tomb: help compress it out of its parent, then start again.
                 self._compress_branch(parent, inode, pword, parent is root, startgen)
@@ -258,7 +287,7 @@ class CSTrie:
                 # A new literal word at this level: a wide level is a hash trie (CNode).
                 ks = m.kids
                 if ks is not None:
-                    j = kid_index(m, w)
+                    j = (hash(w) >> m.shift) & _KID_MASK  # kid_index(m, w) inlined
                     kid = ks[j]
                     if kid is None:
                         # No word of this hash slice yet: a new kid leaf holding just w.
@@ -303,9 +332,16 @@ class CSTrie:
                         return None  # already there: linearizes at the read of m
                     nb = Branch(b.subs, child.with_subs(with_sub(child.subs, subscriber)))
                     return None if GCAS(inode, m, m.updated(w, nb, single, multi), self) else _RESTART
-                # Another pattern: expand the S-node into I-nodes down to where the two
-                # patterns part. The stored patterns are unchanged by this GCAS, so it needs
-                # no linearization point of its own (``neutral``: it moves the S-node's pairs
+                if self._leaf_max >= 2:
+                    # Another pattern: expand the S-node into fresh I-nodes down to where
+                    # the two patterns part, with the new pattern already in them, and
+                    # publish both with one GCAS (the linearization point; one pair more).
+                    nb = Branch(b.subs, self._expanded_with(child, rest, subscriber, startgen))
+                    return (None if GCAS(inode, m, m.updated(w, nb, single, multi), self, delta=1)
+                            else _RESTART)
+                # (Leaves of one word: the two words may need a split.) Expand the S-node
+                # alone: the stored patterns are unchanged by this GCAS, so it needs no
+                # linearization point of its own (``neutral``: it moves the S-node's pairs
                 # out of this level without changing the count); then read this level again.
                 nb = Branch(b.subs, self._expanded(child, rest, startgen))
                 if GCAS(inode, m, m.updated(w, nb, single, multi), self, neutral=True):
@@ -377,7 +413,9 @@ class CSTrie:
         pword: Optional[str] = None
         i = 0
         while True:
-            m = gcas_read(inode, self)
+            m = inode.main.get()  # gcas_read inlined: one call less per level
+            if m.prev is not None:
+                m = gcas_complete(inode, m, self)
             if type(m) is not CNode:
                 self._compress_branch(parent, inode, pword, parent is root, startgen)
                 return _RESTART
@@ -388,7 +426,7 @@ class CSTrie:
                 ks = m.kids
                 if ks is None:
                     return False
-                kid = ks[kid_index(m, w)]
+                kid = ks[(hash(w) >> m.shift) & _KID_MASK]  # kid_index(m, w) inlined
                 if kid is None:
                     return False
                 if kid.gen is not startgen:
@@ -440,6 +478,8 @@ class CSTrie:
             # Linearization point: the commit of this GCAS (one pair fewer).
             if not GCAS(inode, m, nm, self, delta=nm.npairs - m.npairs - moved):
                 return _RESTART
+            if type(nm) is not TNode:
+                return True  # no tomb made here: no clean-up is ours to do
             break
         # The pair is removed. Climb back up, hash levels included.
         while parent is not None:
@@ -1223,6 +1263,7 @@ class CSTrie:
 
 
 _get = AtomicRef.get
+_KID_MASK = FANOUT - 1
 
 #: Walks a lookup validates before it falls back to a frozen root (:meth:`CSTrie._frozen_lookup`).
 _MAX_WALKS = 2
