@@ -486,7 +486,16 @@ class CSTrie:
             if self._is_tomb(inode):
                 # Scala's cleanParent: this I-node is a tomb now; take it out of the parent
                 # so the trie stays compact. The parent, entombed in turn, goes next level up.
-                while not self._compress_branch(parent, inode, pword, parent is root, startgen):
+                while True:
+                    done = self._compress_branch(parent, inode, pword, parent is root, startgen)
+                    if done is None:
+                        # Not under ``parent`` any more: compressed by another thread, or
+                        # moved into a kid leaf by a split of that level. Finish from the
+                        # root: that cleans every tomb left on the path, kids included.
+                        self._clean_path(words)
+                        return True
+                    if done:
+                        break
                     if self._read_root().gen is not startgen:
                         # A snapshot froze ``parent`` first: finish from the new root. That
                         # cleans the whole path; the levels above are frozen too.
@@ -574,11 +583,13 @@ class CSTrie:
             i += step
 
     def _compress_branch(self, parent: Optional[INode], tombed: INode, word: Optional[str],
-                         parent_is_root: bool, startgen: Gen) -> bool:
+                         parent_is_root: bool, startgen: Gen) -> Optional[bool]:
         """Take the entombed I-node ``tombed`` out of ``parent``'s branch ``word``.
 
-        Returns True when there is nothing left to do (done here, or by someone else), False
-        when the GCAS lost a race. A tomb is final, so dropping the reference loses nothing;
+        Returns True when it is done here (or there was nothing to do), False when the GCAS
+        lost a race, None when ``tombed`` is not under ``parent`` any more: compressed by
+        someone else, or moved with its branch into a kid leaf by a split of ``parent``'s
+        level (then only a walk from the root finds it: the remover's :meth:`_clean_path`). A tomb is final, so dropping the reference loses nothing;
         the branch itself goes too when it has no subscribers, and a non-root parent left
         without branches becomes a tomb in turn.
         """
@@ -593,10 +604,10 @@ class CSTrie:
             # Not the word's child: perhaps the kid (a hash level) the word's slice is in.
             ks = pm.kids
             if ks is None or word is None:
-                return True
+                return None  # already compressed, or moved (a split of this level)
             j = kid_index(pm, word)
             if ks[j] is not tombed:
-                return True  # already compressed, or the kid moved on
+                return None  # already compressed, or moved into a kid by a split
             if parent.gen is not startgen and not self._readonly:
                 return True
             if len(ks) - ks.count(None) > 1:
@@ -632,14 +643,16 @@ class CSTrie:
         is a word level left with one pattern (one branch: subscribers and no child, or no
         subscribers and an S-node), a tomb holding that pattern as an S-node. The parent's
         clean-up then puts the S-node in the I-node's place, so after any history a path
-        that holds one pattern is one S-node, as in a trie built fresh. O(pattern length)."""
+        that holds one pattern is one S-node, as in a trie built fresh (tails of up to
+        ``_CONTRACT_MAX`` words: folding longer ones level by level would be quadratic).
+        O(_CONTRACT_MAX)."""
         if m.kids is not None or m.shift or len(m.branches) != 1:
             return m
         for w, b in m.branches.items():
             c = b.inode
             if c is None:
                 return TNode(SNode((w,), b.subs, self._single, self._multi), m)
-            if type(c) is SNode and not b.subs:
+            if type(c) is SNode and not b.subs and len(c.words) < _CONTRACT_MAX:
                 return TNode(SNode((w, *c.words), c.subs, self._single, self._multi), m)
         return m
 
@@ -1151,10 +1164,14 @@ class CSTrie:
         for _ in range(_LEN_READS):
             n = size.read()
             if n is not None:
+                # ``frozen`` before ``base``: the thread that counts first stores ``base``
+                # and only then drops ``frozen``, so a None here means ``base`` is set.
+                # (Read the other way round, a racing first len() could count None as 0.)
+                frozen = size.frozen
                 base = size.base
                 if base is None:
                     # Frozen: no GCAS changes it, so any thread may count it, at any time.
-                    base = size.base = self._count_pairs(size.frozen)
+                    base = size.base = self._count_pairs(frozen)
                     size.frozen = None  # nothing else needs it: let it be collected
                 return base + n
             time.sleep(0)  # let a write inside its window finish
@@ -1264,6 +1281,10 @@ class CSTrie:
 
 _get = AtomicRef.get
 _KID_MASK = FANOUT - 1
+#: Contraction folds a level into an S-node only while the S-node has fewer words than this:
+#: each fold copies the tail, so folding a private tail of d words level by level would cost
+#: O(d^2); past this length the levels stay I-nodes (found by review: 6 s at d = 16,000).
+_CONTRACT_MAX = 64
 
 #: Walks a lookup validates before it falls back to a frozen root (:meth:`CSTrie._frozen_lookup`).
 _MAX_WALKS = 2

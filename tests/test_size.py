@@ -136,3 +136,44 @@ def test_histories_with_len_are_linearizable(figures):
     figures.add(f"linearizability histories with len() ({build})", tally["histories"])
     assert tally["violations"] == 0, f"first violation:\n{tally['first']}"
     assert tally["unknown"] <= tally["histories"] // 100, tally
+
+
+def test_two_first_lens_of_a_writable_snapshot_both_count_its_start():
+    """Found by review: B's first len() reads ``base`` (None); A's whole first len() lands
+    right then, stores ``base`` and drops ``frozen``; B then counted the dropped ``frozen``
+    as 0 and stored base = 0 for good. Driven deterministically: a counter whose ``base``
+    read runs A's len() inside B's."""
+    from ctrie.size import SizeCounter
+
+    t = CSTrie()
+    for i in range(10):
+        t.subscribe(f"a.{i}", "s")
+    snap = t.snapshot()
+    results = {}
+
+    class Racy(SizeCounter):
+        __slots__ = ("_b", "armed")
+
+        @property
+        def base(self):
+            v = self._b
+            if self.armed and threading.current_thread().name == "B":
+                self.armed = False
+                a = threading.Thread(target=lambda: results.__setitem__("A", len(snap)), name="A")
+                a.start()
+                a.join()
+            return v
+
+        @base.setter
+        def base(self, v):
+            self._b = v
+
+    old = snap._size
+    racy = Racy.__new__(Racy)
+    racy.state, racy.frozen, racy._b, racy.armed = old.state, old.frozen, old.base, True
+    snap._size = racy
+    b = threading.Thread(target=lambda: results.__setitem__("B", len(snap)), name="B")
+    b.start()
+    b.join()
+    assert not racy.armed, "the interleaving did not happen"
+    assert results == {"A": 10, "B": 10} and len(snap) == 10, results
