@@ -807,7 +807,9 @@ class CSTrie:
             # still in place. The common case, no I-node changed at all, is one comparison
             # in C (list equality tests identity first; main nodes define no __eq__). A
             # lookup that read one I-node needs no second look, nor does a read-only view.
-            if (seen and not self._readonly and list(map(_get, seen[::3])) != seen[1::3]
+            if (seen and not self._readonly
+                    and (seen[0].get() is not seen[1] or seen[3].get() is not seen[4]
+                         if len(seen) == 6 else list(map(_get, seen[::3])) != seen[1::3])
                     and not self._validate(seen, words)):
                 # Something the walk used changed. Where only subscriber sets changed (the
                 # structure below is the same), re-collecting the I-nodes just read costs
@@ -830,8 +832,9 @@ class CSTrie:
         read in ``seen`` like any other I-node the lookup used (its branch of ``w`` present
         or absent, :meth:`_validate`). A kid that is a tomb (final) reads as an empty leaf;
         the unsubscribe that made it cleans it. O(log W) reads for a level of W words."""
+        h = hash(w)  # kid_index(m, w) inlined below: this runs at every hash level
         while True:
-            kid = m.kids[kid_index(m, w)]  # type: ignore[index]
+            kid = m.kids[(h >> m.shift) & _KID_MASK]  # type: ignore[index]
             if kid is None:
                 return None
             ref = kid.main
