@@ -1,0 +1,88 @@
+"""The persistent subscriber set (ctrie/subsets.py) against a plain set, as a model.
+
+Random adds and removes drive one set across both of its boundaries (flat -> SubSet past
+SUBS_FLAT, back to flat at SUBS_FLAT // 2) many times; after every step the set must agree
+with the model on membership (members and non-members), size, iteration and the frozenset
+a lookup would return, and must have the representation its size calls for. Subscribers
+include values with colliding hashes (equal hash, unequal value), so leaves that cannot
+split are exercised too.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from ctrie.subsets import SUBS_FLAT, SubSet, as_frozenset, with_sub, without_sub
+
+
+class Collide:
+    """Unequal values with one hash: they all land in the same slice at every level."""
+
+    __slots__ = ("v",)
+
+    def __init__(self, v: int) -> None:
+        self.v = v
+
+    def __hash__(self) -> int:
+        return 42
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Collide) and other.v == self.v
+
+    def __repr__(self) -> str:
+        return f"Collide({self.v})"
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_subscriber_set_agrees_with_a_set_across_its_boundaries(seed):
+    rnd = random.Random(seed)
+    universe = [*range(3 * SUBS_FLAT), *(f"s{i}" for i in range(SUBS_FLAT)),
+                *(Collide(i) for i in range(40)), -1, -2, 2 ** 64, None]
+    model: set = set()
+    s = frozenset()
+    grow = True
+    conversions = 0
+    for step in range(8000):
+        if len(model) >= 2 * SUBS_FLAT:
+            grow = False
+        elif len(model) <= SUBS_FLAT // 4:
+            grow = True
+        before = type(s)
+        if model and (not grow) == (rnd.random() < 0.8):
+            x = rnd.choice(list(model))
+            s = without_sub(s, x)
+            model.discard(x)
+        else:
+            x = rnd.choice(universe)
+            if x not in model:
+                s = with_sub(s, x)
+                model.add(x)
+        conversions += type(s) is not before
+        assert len(s) == len(model), step
+        probe = rnd.choice(universe)
+        assert (probe in s) == (probe in model), (step, probe)
+        if step % 16 == 0:
+            assert all(y in s for y in model), step
+            assert as_frozenset(s) == model and set(s) == model, step
+        if len(model) > SUBS_FLAT:
+            assert type(s) is SubSet, step
+        elif len(model) <= SUBS_FLAT // 2:
+            assert type(s) is frozenset, step
+    assert conversions >= 4, "the walk never crossed the boundaries both ways"
+
+
+def test_a_lookup_of_a_crowded_pattern_returns_a_frozenset_of_every_subscriber():
+    from ctrie import CSTrie
+
+    t = CSTrie()
+    for i in range(3 * SUBS_FLAT):
+        t.subscribe("stock.>", i)
+    r = t.lookup("stock.nyse")
+    assert type(r) is frozenset and r == set(range(3 * SUBS_FLAT))
+    for i in range(0, 3 * SUBS_FLAT, 2):
+        assert t.unsubscribe("stock.>", i)
+    assert t.lookup("stock.nyse") == set(range(1, 3 * SUBS_FLAT, 2))
+    assert type(t.subscriptions()["stock.>"]) is frozenset
+    t.check()
