@@ -65,7 +65,7 @@ from cereggii import AtomicRef
 from .errors import ReadOnlyError
 from .gcas import GCAS, gcas_complete, gcas_read
 from .nodes import (EMPTY, FANOUT, FANOUT_BITS, LEAF_MAX, MAX_SHIFT, Branch, CNode, FailedNode,
-                    Gen, INode, MainNode, SNode, TNode, automaton, kid_index)
+                    KID_MASK, Gen, INode, MainNode, SNode, TNode, automaton, kid_index, kid_slot)
 from .rdcss import rdcss_read_root, rdcss_root
 from .size import SizeCounter
 from .subsets import SUBS_FLAT, SubSet, as_frozenset, with_sub, without_sub
@@ -287,7 +287,7 @@ class CSTrie:
                 # A new literal word at this level: a wide level is a hash trie (CNode).
                 ks = m.kids
                 if ks is not None:
-                    j = (hash(w) >> m.shift) & _KID_MASK  # kid_index(m, w) inlined
+                    j = (hash(w) >> m.shift) & KID_MASK  # kid_index(m, w) inlined
                     kid = ks[j]
                     if kid is None:
                         # No word of this hash slice yet: a new kid leaf holding just w.
@@ -426,7 +426,7 @@ class CSTrie:
                 ks = m.kids
                 if ks is None:
                     return False
-                kid = ks[(hash(w) >> m.shift) & _KID_MASK]  # kid_index(m, w) inlined
+                kid = ks[(hash(w) >> m.shift) & KID_MASK]  # kid_index(m, w) inlined
                 if kid is None:
                     return False
                 if kid.gen is not startgen:
@@ -537,17 +537,11 @@ class CSTrie:
             m = gcas_read(inode, self)
             if type(m) is not CNode:
                 return depth
-            w = words[depth]
-            br = m.branches
-            b = br[w] if w in br else None  # not dict.get: see ctrie/_ftdict.py
-            if b is None and m.kids is not None:
-                c = m.kids[kid_index(m, w)]  # a hash level: same word, one level down
-            else:
-                c = None if b is None else b.inode
-                depth += 1
+            c, step = _path_step(m, words[depth])
             if type(c) is not INode:
                 return None
             inode = c
+            depth += step
         return None
 
     def _compress_first_tomb(self, root: INode, words: list[str]) -> None:
@@ -564,14 +558,7 @@ class CSTrie:
                 self._compress_branch(parent, inode, pword, parent is root, gen)
                 return
             w = words[i]
-            br = m.branches
-            b = br[w] if w in br else None  # not dict.get: see ctrie/_ftdict.py
-            if b is None and m.kids is not None:
-                c = m.kids[kid_index(m, w)]  # a hash level: same word, one level down
-                step = 0
-            else:
-                c = None if b is None else b.inode
-                step = 1
+            c, step = _path_step(m, w)
             if type(c) is not INode:
                 return  # the path changed under us: read it again
             if c.gen is not gen:
@@ -834,7 +821,7 @@ class CSTrie:
         the unsubscribe that made it cleans it. O(log W) reads for a level of W words."""
         h = hash(w)  # kid_index(m, w) inlined below: this runs at every hash level
         while True:
-            kid = m.kids[(h >> m.shift) & _KID_MASK]  # type: ignore[index]
+            kid = m.kids[(h >> m.shift) & KID_MASK]  # type: ignore[index]
             if kid is None:
                 return None
             ref = kid.main
@@ -1242,13 +1229,13 @@ class CSTrie:
                 shift, j = kid_at
                 assert m.shift == shift + FANOUT_BITS, f"hash level with shift {m.shift} at {path!r}"
                 assert len(literals) == len(m.branches), f"wildcard branch in a hash level at {path!r}"
-                assert all(kid_index(_AT[shift], w) == j for w in literals), \
+                assert all(kid_slot(w, shift) == j for w in literals), \
                     f"word in the wrong hash slice at {path!r}"
             else:
                 assert m.shift == 0, f"word level with shift {m.shift} at {path!r}"
             if m.kids is not None:
                 assert not literals, f"literal words beside kids at {path!r}: {literals[:3]}"
-                assert len(m.kids) == _AT_LEN and any(m.kids), f"bad kids at {path!r}"
+                assert len(m.kids) == FANOUT and any(m.kids), f"bad kids at {path!r}"
                 for j, k in enumerate(m.kids):
                     if k is not None:
                         assert type(k) is INode, f"kid is a {type(k).__name__} at {path!r}"
@@ -1283,7 +1270,6 @@ class CSTrie:
 
 
 _get = AtomicRef.get
-_KID_MASK = FANOUT - 1
 #: Contraction folds a level into an S-node only while the S-node has fewer words than this:
 #: each fold copies the tail, so folding a private tail of d words level by level would cost
 #: O(d^2); past this length the levels stay I-nodes (found by review: 6 s at d = 16,000).
@@ -1353,6 +1339,17 @@ def _collect_hits(m: CNode, k: int, words: list[str], n: int, dollar: bool, mqtt
         if type(c) is SNode and (i < n or mqtt) and _snode_ok(c, words, i, multi_min):
             hits.append(c.subs)
 
+def _path_step(m: CNode, w: str) -> tuple[object, int]:
+    """The next node on the path of word ``w`` from a level's C-node ``m``, and how many
+    words that consumes: the child of ``w``'s branch (1), or, at a split C-node, the kid of
+    ``w``'s hash slice (0: the same word, one hash level down). The clean-up walks use it."""
+    br = m.branches
+    b = br[w] if w in br else None  # not dict.get: see ctrie/_ftdict.py
+    if b is None and m.kids is not None:
+        return m.kids[kid_index(m, w)], 0
+    return (None if b is None else b.inode), 1
+
+
 def _check_subs(subs: object, where: str) -> None:
     """check(): a subscriber set is a frozenset of at most SUBS_FLAT, or a SubSet of more
     than SUBS_FLAT // 2 whose count and members agree."""
@@ -1369,12 +1366,6 @@ def _check_subs(subs: object, where: str) -> None:
     assert len(members) == subs.size, f"SubSet count {subs.size} != {len(members)} at {where!r}"
     assert all(x in subs for x in members), f"SubSet member not found by hash at {where!r}"
 
-
-# For check(): a stand-in C-node per shift, so kid_index() tells which slice a word is in.
-_AT = {}
-for _shift in range(0, 64 + FANOUT_BITS, FANOUT_BITS):
-    _AT[_shift] = CNode({}, "", "", shift=_shift)
-_AT_LEN = FANOUT
 
 
 

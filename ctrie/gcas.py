@@ -103,9 +103,10 @@ def GCAS(inode: INode, old: MainNode, new: MainNode, trie: CSTrie, neutral: bool
     ``neutral=True`` for one that only moves pairs, as an S-node's expansion does) runs
     inside the trie's size window, so that ``len()`` never reads a count between a commit
     and its bump (see :mod:`ctrie.size`). ``delta`` overrides the difference where pairs
-    arrive in a new I-node that ``new`` does not count (a new kid of a split level). An exception escaping the GCAS (only a fault hook
-    can raise there) leaves the window open for good: ``len()`` then always counts a
-    snapshot, slower but never wrong."""
+    move between I-nodes that ``new`` does not count (a new kid of a split level, a tomb's
+    pairs taken up by its parent). An exception escaping the GCAS (only a fault hook can
+    raise there) leaves the window open for good: ``len()`` then always counts a snapshot,
+    slower but never wrong."""
     if delta is None:
         delta = 0 if neutral else new.npairs - old.npairs  # type: ignore[attr-defined]
     if delta:

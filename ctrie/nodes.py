@@ -33,7 +33,7 @@ from typing import Optional
 from cereggii import AtomicRef
 
 __all__ = ["Gen", "INode", "MainNode", "CNode", "TNode", "FailedNode", "Branch", "SNode", "EMPTY",
-           "LEAF_MAX", "FANOUT_BITS", "FANOUT", "MAX_SHIFT", "kid_index"]
+           "LEAF_MAX", "FANOUT_BITS", "FANOUT", "KID_MASK", "MAX_SHIFT", "kid_index", "kid_slot"]
 
 EMPTY: frozenset = frozenset()
 
@@ -46,7 +46,7 @@ EMPTY: frozenset = frozenset()
 LEAF_MAX = 128
 FANOUT_BITS = 5
 FANOUT = 1 << FANOUT_BITS
-_MASK = FANOUT - 1
+KID_MASK = FANOUT - 1  #: hash bits at a shift -> kid index (walks inline it)
 #: Past this shift a string hash has no bits left: such a leaf grows instead of splitting.
 MAX_SHIFT = 60
 
@@ -253,9 +253,10 @@ class CNode(MainNode):
             if w == single or w == multi:
                 top[w] = b
                 continue
-            g = groups[(hash(w) >> shift) & _MASK]
+            j = kid_slot(w, shift)
+            g = groups[j]
             if g is None:
-                g = groups[(hash(w) >> shift) & _MASK] = {}
+                g = groups[j] = {}
             g[w] = b
         kid_shift = shift + FANOUT_BITS
         kids = tuple(None if g is None else INode(CNode(g, single, multi, shift=kid_shift), gen)
@@ -287,9 +288,14 @@ def _cnode_like(m: CNode, branches: dict, lit: object, kids: Optional[tuple]) ->
     return c
 
 
+def kid_slot(word: str, shift: int) -> int:
+    """The kid index of ``word`` at a split C-node of ``shift``."""
+    return (hash(word) >> shift) & KID_MASK
+
+
 def kid_index(m: CNode, word: str) -> int:
     """The index in ``m.kids`` of the kid whose subtree holds ``word``."""
-    return (hash(word) >> m.shift) & _MASK
+    return (hash(word) >> m.shift) & KID_MASK
 
 
 def _pairs(b: Branch) -> int:
