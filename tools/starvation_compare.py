@@ -53,6 +53,7 @@ def main() -> None:
     ap.add_argument("--tree", action="append", help="a source tree holding ctrie/ (repeatable)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=2.0)
+    ap.add_argument("--only", help="only the workloads starting with this (e.g. hot/)")
     ap.add_argument("--json", help="also write the results here")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -66,7 +67,7 @@ def main() -> None:
     trees = args.tree or [str(ROOT)]
     env = environment(trees, rounds=args.rounds, seconds=args.seconds)
     print(f"{headline(env)}, {args.rounds} rounds of {args.seconds} s")
-    cells = [(a, w) for a in ALGORITHMS for w in workloads()]
+    cells = [(a, w) for a in ALGORITHMS for w in workloads() if w.startswith(args.only or "")]
     out: dict[str, dict[str, list[dict]]] = {t: {f"{a} {w}": [] for a, w in cells} for t in trees}
     done, total = 0, len(cells) * args.rounds * len(trees)
     for r in range(args.rounds):
@@ -83,7 +84,8 @@ def main() -> None:
     summary: dict[str, dict[str, dict[str, float]]] = {}
     for tree in trees:
         print(f"\n{tree} ({env['commits'][tree]}) load at end {env['loadavg_1m_end']:.2f}")
-        print(f"  {'cell':<40} {'lookups/s median [min-max]':>30} {'fraction':>9} {'writes/s':>10}")
+        print(f"  {'cell':<40} {'lookups/s median [min-max]':>30} {'fraction':>9}"
+              f" {'paired [min-max]':>17} {'writes/s':>10}")
         summary[tree] = {}
         for algorithm, workload in cells:
             rows = out[tree][f"{algorithm} {workload}"]
@@ -92,10 +94,15 @@ def main() -> None:
             base = statistics.median(row["reads"] for row in out[tree][base_key])
             med = statistics.median(reads)
             writes = statistics.median(row["writes"] for row in rows)
-            summary[tree][f"{algorithm} {workload}"] = {"reads": med, "fraction": med / base,
-                                                        "writes": writes}
+            # Each round's cell against the same round's writer-less cell (run minutes
+            # apart at most): the load drifts less within a round than across rounds.
+            paired = [row["reads"] / b["reads"] for row, b in zip(rows, out[tree][base_key])]
+            summary[tree][f"{algorithm} {workload}"] = {
+                "reads": med, "fraction": med / base, "writes": writes,
+                "paired_fractions": paired, "paired_fraction": statistics.median(paired)}
             print(f"  {algorithm + ' ' + workload:<40} {med:>12,.0f} [{min(reads):,.0f}-{max(reads):,.0f}]"
-                  f" {med / base:>9.2f} {writes:>10,.0f}")
+                  f" {med / base:>9.2f} {statistics.median(paired):>5.2f} [{min(paired):.2f}-{max(paired):.2f}]"
+                  f" {writes:>10,.0f}")
     if args.json:
         Path(args.json).write_text(json.dumps({"env": env, "rounds": out, "summary": summary},
                                               indent=1))

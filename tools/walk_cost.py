@@ -12,6 +12,13 @@ the same child so that their ratio comes from one run:
   I-nodes), looked up with an ``n``-word topic ending in ``x`` and one that does not match
   (goal at n=400: within 2x of LockedTrie; the growth with n shows whether the walk is
   linear in n);
+- ``hot_faithful`` / ``hot_distinct``: the latency benchmark's lookups (NATS): the hot
+  population (1,000 random 5-word patterns, so the root is a wide level) and
+  ``foo.*.baz.qux.quux``, looked up with ``foo.bar.baz.qux.quux`` or cycling through 1,000
+  distinct matching topics; ``cold_faithful``: the same lookup beside that pattern alone;
+- ``stock``: the starvation experiment's hot subject without a writer (100 subscribers of
+  ``stock.>`` and three more patterns, looked up with ``stock.nyse.ibm``: a 103-member union);
+- ``dense``: the dense workload (850 wildcard filters over 5 words per level, 2,000 topics);
 - ``long_topic_<n>``: NATS, the topic ``w.w...w`` of n words and a pattern ``w^d.*.z`` for
   every depth d below it, so that the walk passes an S-node at every level (the S-node
   check must not copy the rest of the topic: CSTrie / LockedTrie should stay flat in n).
@@ -20,7 +27,7 @@ Prints the interpreter, GIL state, CPU count, commit of each tree and seed, then
 median time per lookup with min-max over the rounds and the median CSTrie / LockedTrie ratio.
 ``--json FILE`` also writes all of it.
 
-    python tools/walk_cost.py --tree /tmp/before --tree . [--rounds 5]
+    python tools/walk_cost.py --tree /tmp/before --tree . [--rounds 5] [--cases hot,stock]
 """
 
 from __future__ import annotations
@@ -55,7 +62,7 @@ def _per_lookup(m, topics: list[str], budget: float = 0.2) -> float:
             return el / (passes * len(topics))
 
 
-def child(tree: str, seed: int) -> dict:
+def child(tree: str, seed: int, cases: str) -> dict:
     """One round on the ``ctrie`` and ``baselines`` of ``tree``; returns seconds per lookup."""
     sys.path.insert(0, tree)
     import random
@@ -65,16 +72,34 @@ def child(tree: str, seed: int) -> dict:
     from ctrie import CSTrie
 
     assert str(Path(ctrie.__file__).resolve()).startswith(str(Path(tree).resolve())), ctrie.__file__
+    sys.path.insert(0, str(ROOT))  # the workloads from this checkout; ctrie stays the tree's
+    from experiments import workloads
+
     rnd = random.Random(seed)
     out: dict[str, float] = {}
+    wanted = cases.split(",") if cases else None
 
-    def both(case: str, dialect: str, patterns: list[str], topics: list[str]) -> None:
+    def both(case: str, dialect: str, patterns: list, topics: list[str]) -> None:
+        """``patterns``: strings (subscriber: their index) or (pattern, subscriber) pairs."""
+        if wanted and not any(case.startswith(w) for w in wanted):
+            return
+        if patterns and type(patterns[0]) is str:
+            patterns = [(p, i) for i, p in enumerate(patterns)]
         for name, m in (("CSTrie", CSTrie(dialect)), ("LockedTrie", LockedTrie(dialect, cache=False))):
-            for i, p in enumerate(patterns):
+            for p, i in patterns:
                 m.subscribe(p, i)
             out[f"{case}/{name}"] = _per_lookup(m, topics)
         assert CSTrie  # both built from this tree
 
+    hot = workloads.hot_population(seed, 1000, 5)
+    pat = workloads.LATENCY_PATTERN
+    both("hot_faithful", "nats", [*hot, pat], [workloads.LATENCY_TOPIC])
+    both("hot_distinct", "nats", [*hot, pat], workloads.lookup_pool(1000))
+    both("cold_faithful", "nats", [pat], [workloads.LATENCY_TOPIC])
+    both("stock", "nats", [("stock.>", f"s{i}") for i in range(100)]
+         + [("stock.nyse.ibm", "a"), ("stock.nyse.*", "b"), ("stock.*.ibm", "c")], ["stock.nyse.ibm"])
+    dense = workloads.dense_workload(seed)
+    both("dense", "nats", dense.filters, dense.topics)
     vocab = [f"w{i}" for i in range(12)]
 
     def amqp_word() -> str:
@@ -103,11 +128,13 @@ def main() -> None:
     ap.add_argument("--tree", action="append", help="a source tree holding ctrie/ (repeatable)")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--seed", type=int, default=20261123)
+    ap.add_argument("--cases", default="", help="only the cases starting with one of these "
+                    "comma-separated names (e.g. hot,stock,dense)")
     ap.add_argument("--json", help="also write the results here")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        print(json.dumps(child(args.child, args.seed)))
+        print(json.dumps(child(args.child, args.seed, args.cases)))
         return
     trees = args.tree or [str(ROOT)]
     env = environment(trees, seed=args.seed, rounds=args.rounds)
@@ -117,7 +144,7 @@ def main() -> None:
         for tree in trees:  # interleaved, so that a load change hits every tree alike
             print(f"  round {r + 1}/{args.rounds}: {tree}", file=sys.stderr, flush=True)
             proc = subprocess.run([sys.executable, __file__, "--child", tree, "--seed",
-                                   str(args.seed + r)], capture_output=True, text=True, check=True)
+                                   str(args.seed + r), "--cases", args.cases], capture_output=True, text=True, check=True)
             results[tree].append(json.loads(proc.stdout))
     summary: dict[str, dict[str, dict[str, float]]] = {}
     for tree, rows in results.items():
