@@ -730,14 +730,32 @@ class CSTrie:
                         b = m.branches
                         # not dict.get, which costs 100x on 3.13t: see ctrie/_ftdict.py
                         b = b[w] if w in b else None
-                        if b is None and m.kids is not None:
-                            # A wide level: the word's branch is in a hash level below.
-                            # This read is used whatever follows: record it.
-                            seen += (ref, m, k)
-                            b = self._kid_branch(m, w, k, seen)
                         p = m.pwc
                         if dollar and not i:
                             p = None
+                        if b is None and m.kids is not None:
+                            # A wide level: the word's branch is in a hash level below. The
+                            # top's read is used whatever follows: record it. Its first hash
+                            # level (all of a level up to 4,096 words; a top's shift is 0)
+                            # is inlined from _kid_branch, which takes the deeper ones. The
+                            # kid leaf read becomes the level's current read (ref, m): like
+                            # any read, recorded below only if another one follows it.
+                            seen += (ref, m, k)
+                            kid = m.kids[hash(w) & 31]  # kid_index(m, w) inlined
+                            if kid is not None:
+                                ref = kid.main
+                                m = ref.get()
+                                if m.prev is not None:
+                                    m = gcas_complete(kid, m, self)
+                                if type(m) is CNode:
+                                    b = m.branches
+                                    b = b[w] if w in b else None
+                                    if b is None and m.kids is not None:
+                                        seen += (ref, m, k)
+                                        b = self._kid_branch(m, w, k, seen)
+                                else:  # a tomb: an empty leaf (final), the top stays current
+                                    ref = seen[-3]
+                                    m = seen[-2]
                         i += 1
                         if b is not None:
                             if i == n and b.subs:
@@ -795,7 +813,8 @@ class CSTrie:
             # in C (list equality tests identity first; main nodes define no __eq__). A
             # lookup that read one I-node needs no second look, nor does a read-only view.
             if (seen and not self._readonly
-                    and (seen[0].get() is not seen[1] or seen[3].get() is not seen[4]
+                    and (seen[0].get() is not seen[1] if len(seen) == 3 else
+                         seen[0].get() is not seen[1] or seen[3].get() is not seen[4]
                          if len(seen) == 6 else list(map(_get, seen[::3])) != seen[1::3])
                     and not self._validate(seen, words)):
                 # Something the walk used changed. Where only subscriber sets changed (the
@@ -1277,6 +1296,9 @@ _CONTRACT_MAX = 64
 
 #: Walks a lookup validates before it falls back to a frozen root (:meth:`CSTrie._frozen_lookup`).
 _MAX_WALKS = 2
+
+# The lookup walk indexes a level's kids with ``hash(w) & 31`` (kid_index at shift 0).
+assert KID_MASK == 31
 #: Re-collects (:meth:`CSTrie._recollect`) after each walk that failed validation.
 _RECOLLECTS = 2
 

@@ -21,7 +21,7 @@ from ctrie import CSTrie, matches
 import ctrie.cstrie as cstrie_module
 from ctrie.cstrie import CSTrie as _CSTrie
 from ctrie.gcas import gcas_read
-from ctrie.nodes import CNode, INode, kid_index
+from ctrie.nodes import CNode, INode, kid_index, kid_slot
 from linearizability import Op, check, make_spec
 from threads import switch_interval
 
@@ -182,7 +182,32 @@ def _unsound_validate(self, seen, words):
     return True
 
 
-@pytest.mark.parametrize("level", ["flat", "split"])
+def _split_words(target: str, with_leaf: bool, n: int = 12, leaf_max: int = 4) -> list[str]:
+    """``n`` words that make a level of ``leaf_max``-word leaves split once (at most two
+    words per slice, none deeper), none in ``target``'s slice -- or, ``with_leaf``, one in
+    it, so that ``target`` is found absent in an existing leaf rather than for want of a
+    kid. Chosen by hash at run time: the shape must not depend on PYTHONHASHSEED."""
+    per: dict[int, int] = {}
+    out: list[str] = []
+    ts = kid_slot(target, 0)
+    j = 0
+    while len(out) < n or (with_leaf and ts not in per):
+        w = f"k{j}"
+        j += 1
+        sl = kid_slot(w, 0)
+        if sl == ts:
+            if with_leaf and ts not in per:
+                per[ts] = 1
+                out.append(w)
+            continue
+        if per.get(sl, 0) < 2 and len(out) < n:
+            per[sl] = per.get(sl, 0) + 1
+            out.append(w)
+    assert len(out) > leaf_max
+    return out
+
+
+@pytest.mark.parametrize("level", ["flat", "split/no kid", "split/leaf"])
 @pytest.mark.parametrize("variant", ["sound", "unsound"])
 def test_absent_words_are_validated_too(variant, level, monkeypatch):
     """The audit's interleaving, driven deterministically and judged by the checker. A
@@ -193,17 +218,24 @@ def test_absent_words_are_validated_too(variant, level, monkeypatch):
     that were found passes. The real validation must re-walk; the unsound variant must be
     caught by the linearizability checker, which proves the test can fail.
 
-    ``split``: the level of 'a' holds literal words in hash levels (one-word leaves), so
-    'b' is found absent in a kid, or for want of one: the same must hold there."""
+    ``split/...``: the level of 'a' holds its literal words in hash levels, so 'b' is
+    found absent for want of a kid in its slice, or in the kid leaf of its slice (a read
+    the walk must record even though it is not the level's own C-node): the same must hold
+    in both."""
     if variant == "unsound":
         monkeypatch.setattr(_CSTrie, "_validate", _unsound_validate, raising=False)
-    t = CSTrie() if level == "flat" else CSTrie(_leaf_max=1)
+    t = CSTrie() if level == "flat" else CSTrie(_leaf_max=4)
     initial = {("a.*.d", "q"), ("a.*.e", "q")}  # two patterns below 'a.*': it is an I-node
-    if level == "split":
-        initial |= {(f"a.k{j}.q", "q") for j in range(40)}
+    if level != "flat":
+        initial |= {(f"a.{w}.q", "q") for w in _split_words("b", level == "split/leaf")}
     for p, x in sorted(initial):
         t.subscribe(p, x)
-    assert (gcas_read(_inode_at(t, "a"), t).kids is not None) == (level == "split")
+    top = gcas_read(_inode_at(t, "a"), t)
+    assert (top.kids is not None) == (level != "flat")
+    if level != "flat":
+        kid = top.kids[kid_index(top, "b")]
+        assert (kid is not None) == (level == "split/leaf")
+        assert kid is None or gcas_read(kid, t).kids is None  # one hash level
     clock = time.monotonic_ns
     history: list[Op] = []
     _instrument(t, "a", _subscribes(t, [("a.b.c", "x"), ("a.*.c", "z")], history), budget=1,
