@@ -16,7 +16,8 @@ Lookups read main nodes with GCAS_READ and never write, except to complete a pen
 compress a tomb they meet. A lookup that reads more than one I-node validates its reads: it
 re-reads each I-node it visited but the last, and walks again only if a part of it that the
 walk *used* changed (the branch of the word it read there, and the two wildcard branches,
-each present or absent; :meth:`CSTrie._validate`). Without validation, a lookup whose
+each present or absent; :meth:`CSTrie._revalidate`). Where only subscriber sets changed
+(every child the same), it swaps their hits instead of walking again. Without validation, a lookup whose
 wildcards send it down two subtrees could combine a state of one subtree from before a write
 with a state of the other from after a later write, a result no single instant ever had.
 With it, every part used was still in place when the last I-node was read, and the lookup
@@ -650,7 +651,7 @@ class CSTrie:
 
         O(k) per matching path (see the class docstring), at most three walks. Lock-free
         and linearizable: what the walk used of the I-nodes it read is validated
-        (:meth:`_validate`); two walks that fail it are followed by a walk of a frozen root
+        (:meth:`_revalidate`); two walks that fail it are followed by a walk of a frozen root
         (:meth:`_frozen_lookup`), which needs no validation.
 
         NATS and MQTT (AMQP: :meth:`_lookup_amqp`): the many-level wildcard ends a pattern,
@@ -808,20 +809,18 @@ class CSTrie:
                     raise  # a bug, not a descriptor
                 self._read_root()  # completes the pending RDCSS
                 continue
-            # Validation (see _validate): what the walk used of every I-node but the last is
-            # still in place. The common case, no I-node changed at all, is one comparison
-            # in C (list equality tests identity first; main nodes define no __eq__). A
-            # lookup that read one I-node needs no second look, nor does a read-only view.
+            # Validation (see _revalidate): what the walk used of every I-node but the last
+            # is still in place. The common case, no I-node changed at all, is one
+            # comparison in C (list equality tests identity first; main nodes define no
+            # __eq__). A lookup that read one I-node needs no second look, nor does a
+            # read-only view. Otherwise _revalidate looks at what changed: parts the walk
+            # did not use, or only subscriber sets (whose hits it swaps), cost no new walk.
             if (seen and not self._readonly
                     and (seen[0].get() is not seen[1] if len(seen) == 3 else
                          seen[0].get() is not seen[1] or seen[3].get() is not seen[4]
-                         if len(seen) == 6 else list(map(_get, seen[::3])) != seen[1::3])
-                    and not self._validate(seen, words)):
-                # Something the walk used changed. Where only subscriber sets changed (the
-                # structure below is the same), re-collecting the I-nodes just read costs
-                # less than a walk and is much less likely to be overtaken again.
+                         if len(seen) == 6 else list(map(_get, seen[::3])) != seen[1::3])):
                 seen += (ref, m, k)  # the last I-node read, too
-                res = self._recollect(seen, words, dollar, mqtt)
+                res = self._revalidate(seen, hits, words, dollar, mqtt)
                 if res is None:
                     continue
                 return res
@@ -901,42 +900,74 @@ class CSTrie:
                 return False
         return True
 
-    def _recollect(self, seen: list, words: list[str], dollar: bool,
-                   mqtt: bool) -> Optional[frozenset]:
-        """After a failed validation: re-read the I-nodes of ``seen`` (all those the walk
-        read, the last included) and, if the only changes are branches replaced by branches
-        with the same child (new subscriber sets), take the new main nodes, validate the
-        whole collect again, and compute the result from it; None if the structure changed
-        or the collect keeps failing (then the caller walks again).
+    def _revalidate(self, seen: list, hits: list, words: list[str], dollar: bool,
+                    mqtt: bool) -> Optional[frozenset]:
+        """After a lookup walk whose quick check failed: the walk's result, repaired where
+        only subscriber sets changed, or None if the walk must be done again.
 
-        Soundness: the same argument as :meth:`_validate`. Each recorded main node's used
-        parts held from its (re-)read until the validation pass re-read them; every record
-        precedes that pass, so all held together when it began. Children are the same
-        objects as in the walk, so the walk from these main nodes would visit the same
-        I-nodes at the same word indices: the result computed here is the walk's result at
-        that instant. Cost: O(visited I-nodes) per attempt, at most ``_RECOLLECTS``.
+        ``seen`` holds a triple (AtomicRef, main node read, word index) for every I-node the
+        walk read, the last included; ``hits`` the subscriber sets it collected. Passes
+        re-read every I-node. A record whose I-node now holds another main node ``m2`` is
+        judged by :func:`_same_use`: every branch the walk used (see :meth:`_validate`) is
+        the same, or a new Branch with the same child -- swap the subscriber sets the walk
+        took from the replaced ones (:func:`_swap_hits`) and record ``m2``; else (a child
+        changed, or a GCAS in flight may change a used part) give up. A pass (after the
+        first) that finds every I-node holding its recorded node ends it: the repaired hits
+        are the result.
+
+        Soundness, as for the double collect it refines: each record's used parts held
+        from the read that recorded it until the last pass re-read it unchanged (a main
+        node never returns to an I-node once replaced, except the one an aborted GCAS
+        restores, which never stopped being the committed one); every recording read
+        precedes that pass, so all of them held together at the instant it began. The
+        children are those the walk followed, so a walk at that instant would visit the
+        same I-nodes and collect exactly the recorded nodes' hits: the lookup linearizes
+        there. Cost: O(visited I-nodes) per pass plus O(hits) per swapped set, at most
+        ``_REVALIDATIONS`` passes: a subscriber-only change costs a few reads and a list
+        edit, not a walk, which is what keeps a reader beside a hot branch going.
         """
         n = len(words)
-        for _ in range(_RECOLLECTS):
+        for attempt in range(_REVALIDATIONS):
+            if attempt and list(map(_get, seen[::3])) == seen[1::3]:
+                if not hits:
+                    return EMPTY
+                return as_frozenset(hits[0]) if len(hits) == 1 else EMPTY.union(*hits)
             for j in range(0, len(seen), 3):
                 ref, m = seen[j], seen[j + 1]
                 m2 = ref.get()
                 if m2 is m:
                     continue
+                k = seen[j + 2]
                 p = m2.prev
-                if p is not None and p.get() is not None:
-                    return None  # a GCAS in flight: walk again (it will complete it)
-                if not _same_use(m, m2, seen[j + 2], words, n, True):
+                if p is not None:
+                    pv = p.get()
+                    if pv is not None:
+                        # A GCAS in flight (or aborted) here: the I-node will hold m2 or the
+                        # node m2 replaced. If neither changes a used part, look again in
+                        # the next pass; else walk again (the walk completes it).
+                        old = pv.old if type(pv) is FailedNode else pv
+                        if _same_use(m, old, k, words, n, False) and _same_use(m, m2, k, words, n, False):
+                            continue
+                        return None
+                if not _same_use(m, m2, k, words, n, True):
+                    return None  # a child changed: walk again
+                # Every used branch is the same or a new one with the same child: swap the
+                # subscriber sets the walk took from the replaced ones (where it took them:
+                # the walk's own conditions). S-nodes are children, hence the same.
+                b, b2 = m.fwc, m2.fwc
+                if b is not b2 and (k or not dollar) and not _swap_hits(hits, b.subs, b2.subs):
                     return None
+                if k + 1 == n:
+                    w = words[k]
+                    br, br2 = m.branches, m2.branches
+                    b = br[w] if w in br else None
+                    b2 = br2[w] if w in br2 else None
+                    if b is not b2 and type(b) is Branch and not _swap_hits(hits, b.subs, b2.subs):
+                        return None
+                    b, b2 = m.pwc, m2.pwc
+                    if b is not b2 and (k or not dollar) and not _swap_hits(hits, b.subs, b2.subs):
+                        return None
                 seen[j + 1] = m2
-            if list(map(_get, seen[::3])) == seen[1::3] or self._validate(seen, words):
-                hits: list[frozenset] = []
-                for j in range(0, len(seen), 3):
-                    _collect_hits(seen[j + 1], seen[j + 2], words, n, dollar, mqtt,
-                                  self._multi_min, hits)
-                if not hits:
-                    return EMPTY
-                return as_frozenset(hits[0]) if len(hits) == 1 else EMPTY.union(*hits)
         return None
 
     def _frozen_lookup(self, topic: str) -> frozenset:
@@ -1299,8 +1330,8 @@ _MAX_WALKS = 2
 
 # The lookup walk indexes a level's kids with ``hash(w) & 31`` (kid_index at shift 0).
 assert KID_MASK == 31
-#: Re-collects (:meth:`CSTrie._recollect`) after each walk that failed validation.
-_RECOLLECTS = 2
+#: Passes of :meth:`CSTrie._revalidate` after each walk whose quick check failed.
+_REVALIDATIONS = 3
 
 
 def _same_use(m: CNode, m2: MainNode, k: int, words: list[str], n: int,
@@ -1340,26 +1371,21 @@ def _same_use(m: CNode, m2: MainNode, k: int, words: list[str], n: int,
     return True
 
 
-def _collect_hits(m: CNode, k: int, words: list[str], n: int, dollar: bool, mqtt: bool,
-                  multi_min: int, hits: list) -> None:
-    """The subscriber sets the lookup walk collects at an I-node holding ``m``, reached at
-    word index ``k`` (what :meth:`CSTrie.lookup` does at one level, children aside)."""
-    f = m.fwc
-    if f is not None and f.subs and (k or not dollar):
-        hits.append(f.subs)
-    if k >= n:
-        return
-    w = words[k]
-    br = m.branches
-    i = k + 1
-    for b in (br[w] if w in br else None, None if dollar and not k else m.pwc):
-        if b is None:
-            continue
-        if i == n and b.subs:
-            hits.append(b.subs)
-        c = b.inode
-        if type(c) is SNode and (i < n or mqtt) and _snode_ok(c, words, i, multi_min):
-            hits.append(c.subs)
+def _swap_hits(hits: list, old: object, new: object) -> bool:
+    """In a lookup's ``hits``, the subscriber set ``old`` (if the walk took it: only
+    non-empty ones are taken) replaced by ``new`` (if non-empty); False if ``old`` is not
+    there (its record was swapped already). By identity: an equal set taken elsewhere stays."""
+    if old:
+        for x in range(len(hits)):
+            if hits[x] is old:
+                del hits[x]
+                break
+        else:
+            return False
+    if new:
+        hits.append(new)
+    return True
+
 
 def _path_step(m: CNode, w: str) -> tuple[object, int]:
     """The next node on the path of word ``w`` from a level's C-node ``m``, and how many
