@@ -943,10 +943,11 @@ class CSTrie:
                     pv = p.get()
                     if pv is not None:
                         # A GCAS in flight (or aborted) here: the I-node will hold m2 or the
-                        # node m2 replaced. If neither changes a used part, look again in
-                        # the next pass; else walk again (the walk completes it).
+                        # node m2 replaced. If neither changes a child the walk used, look
+                        # again in the next pass (it is settled by then, as a rule: its
+                        # writer is between two steps); else walk again (the walk helps).
                         old = pv.old if type(pv) is FailedNode else pv
-                        if _same_use(m, old, k, words, n, False) and _same_use(m, m2, k, words, n, False):
+                        if _same_use(m, old, k, words, n, True) and _same_use(m, m2, k, words, n, True):
                             continue
                         return None
                 if not _same_use(m, m2, k, words, n, True):

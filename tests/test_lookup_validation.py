@@ -22,6 +22,7 @@ import ctrie.cstrie as cstrie_module
 from ctrie.gcas import gcas_read
 from ctrie.nodes import Branch, CNode, INode, kid_index, kid_slot
 from linearizability import Op, check, make_spec
+from schedule import StepScheduler
 from threads import switch_interval
 
 _same_use = cstrie_module._same_use
@@ -222,6 +223,52 @@ def test_a_subscriber_change_during_a_lookup_costs_no_second_walk(hot):
     assert result == frozenset({1, 2, "h0", "h1", "z"}), result
     assert counter.walks == 1, f"{counter.walks} walks for one subscriber change"
     t._root = counter.ref
+    t.check()
+
+
+def test_a_gcas_in_flight_during_a_repair_is_never_taken_as_committed():
+    """W's subscribe of 'a.>' -> h1 parks between its CAS and its commit while a lookup of
+    'a.b.c' is reading 'a.*'; then a snapshot is taken, so W's GCAS will abort. The
+    lookup's repair finds W's node in flight at 'a': it must look again (and, W still
+    parked, walk again, which aborts it), never count h1 in. A second lookup right after
+    sees no h1 either, W still unfinished: if the first had counted h1, no order of the
+    three would explain both answers, and the checker says so."""
+    t = _forking_trie()
+    t.subscribe("a.>", "h0")
+    t.subscribe("a.*.e", 3)
+    counter = _WalkCounter(t._root)
+    clock = time.monotonic_ns
+    history: list[Op] = []
+    with StepScheduler() as sched:
+        w_call = clock()
+        sched.spawn("W", lambda: t.subscribe("a.>", "h1"))
+
+        def adversary():
+            counter.paused = True
+            try:
+                assert sched.run_until("W", lambda: sched.at("W") == ("gcas_commit", "before"))
+                t.read_only_snapshot()
+            finally:
+                counter.paused = False
+
+        _instrument(t, "a.*", adversary, budget=1)
+        t._root = counter
+        results = []
+        for _ in range(2):
+            call = clock()
+            results.append(t.lookup("a.b.c"))
+            history.append(Op(0, "lookup", "a.b.c", results[-1], call, clock()))
+        walks = counter.walks
+        t._root = counter.ref
+        assert sched.at("W") == ("gcas_commit", "before"), "W moved on during the lookups"
+        sched.finish()
+    history.append(Op(1, "subscribe", ("a.>", "h1"), None, w_call, clock()))
+    initial = frozenset({("a.b.c", 1), ("a.b.d", 1), ("a.*.c", 2), ("a.*.d", 2), ("a.*.e", 3),
+                         ("a.>", "h0")})
+    assert check(history, SPEC, initial=initial) is True, (results, history)
+    assert results[0] == results[1] == frozenset({1, 2, "h0"}), results
+    assert walks >= 2, "the first lookup did not meet W's GCAS in flight"
+    assert t.lookup("a.b.c") == frozenset({1, 2, "h0", "h1"})
     t.check()
 
 
