@@ -906,32 +906,32 @@ class CSTrie:
         only subscriber sets changed, or None if the walk must be done again.
 
         ``seen`` holds a triple (AtomicRef, main node read, word index) for every I-node the
-        walk read, the last included; ``hits`` the subscriber sets it collected. Passes
-        re-read every I-node. A record whose I-node now holds another main node ``m2`` is
-        judged by :func:`_same_use`: every branch the walk used (see :meth:`_validate`) is
-        the same, or a new Branch with the same child -- swap the subscriber sets the walk
-        took from the replaced ones (:func:`_swap_hits`) and record ``m2``; else (a child
-        changed, or a GCAS in flight may change a used part) give up. A pass (after the
-        first) that finds every I-node holding its recorded node ends it: the repaired hits
-        are the result.
+        walk read, the last included; ``hits`` the subscriber sets it collected. A pass
+        re-reads every I-node. One that now holds another main node ``m2`` is judged by
+        :func:`_same_use`: every branch the walk used (see :meth:`_validate`) is the same,
+        or a new Branch with the same child; else (a child changed) give up. Where a new
+        Branch's subscribers are a set the walk took, swap it in ``hits``
+        (:func:`_swap_hits`). Record ``m2``. A pass that swapped nothing (and met no GCAS in
+        flight) ends it: the (repaired) hits are the result. Otherwise another pass.
 
-        Soundness, as for the double collect it refines: each record's used parts held
-        from the read that recorded it until the last pass re-read it unchanged (a main
-        node never returns to an I-node once replaced, except the one an aborted GCAS
-        restores, which never stopped being the committed one); every recording read
-        precedes that pass, so all of them held together at the instant it began. The
-        children are those the walk followed, so a walk at that instant would visit the
-        same I-nodes and collect exactly the recorded nodes' hits: the lookup linearizes
-        there. Cost: O(visited I-nodes) per pass plus O(hits) per swapped set, at most
-        ``_REVALIDATIONS`` passes: a subscriber-only change costs a few reads and a list
-        edit, not a walk, which is what keeps a reader beside a hot branch going.
+        Soundness, as for the double collect it refines: in a pass that swaps nothing, each
+        record's used parts -- the children followed and the subscriber sets taken -- held
+        from the read that recorded them until this pass re-read them (a Branch or child
+        never returns once replaced; an insertion token never returns either); every
+        recording read precedes the pass, so all held together at the instant it began
+        (for the first pass: at the walk's last read). The children are those the walk
+        followed, so a walk at that instant would visit the same I-nodes and take exactly
+        the sets in ``hits``: the lookup linearizes there. Cost: O(visited I-nodes) per
+        pass plus O(hits) per swapped set, at most ``_REVALIDATIONS`` passes. A write
+        that did not touch what the walk used costs one pass; a subscriber-only change,
+        two passes and a list edit: no walk, which keeps a reader beside a hot branch
+        going.
         """
         n = len(words)
         for attempt in range(_REVALIDATIONS):
             if attempt and list(map(_get, seen[::3])) == seen[1::3]:
-                if not hits:
-                    return EMPTY
-                return as_frozenset(hits[0]) if len(hits) == 1 else EMPTY.union(*hits)
+                break  # nothing changed since the last pass: nothing to swap
+            again = False
             for j in range(0, len(seen), 3):
                 ref, m = seen[j], seen[j + 1]
                 m2 = ref.get()
@@ -948,6 +948,7 @@ class CSTrie:
                         # writer is between two steps); else walk again (the walk helps).
                         old = pv.old if type(pv) is FailedNode else pv
                         if _same_use(m, old, k, words, n, True) and _same_use(m, m2, k, words, n, True):
+                            again = True
                             continue
                         return None
                 if not _same_use(m, m2, k, words, n, True):
@@ -956,20 +957,32 @@ class CSTrie:
                 # subscriber sets the walk took from the replaced ones (where it took them:
                 # the walk's own conditions). S-nodes are children, hence the same.
                 b, b2 = m.fwc, m2.fwc
-                if b is not b2 and (k or not dollar) and not _swap_hits(hits, b.subs, b2.subs):
-                    return None
+                if b is not b2 and (k or not dollar) and (b.subs or b2.subs):
+                    if not _swap_hits(hits, b.subs, b2.subs):
+                        return None
+                    again = True
                 if k + 1 == n:
                     w = words[k]
                     br, br2 = m.branches, m2.branches
                     b = br[w] if w in br else None
                     b2 = br2[w] if w in br2 else None
-                    if b is not b2 and type(b) is Branch and not _swap_hits(hits, b.subs, b2.subs):
-                        return None
+                    if b is not b2 and type(b) is Branch and (b.subs or b2.subs):
+                        if not _swap_hits(hits, b.subs, b2.subs):
+                            return None
+                        again = True
                     b, b2 = m.pwc, m2.pwc
-                    if b is not b2 and (k or not dollar) and not _swap_hits(hits, b.subs, b2.subs):
-                        return None
+                    if b is not b2 and (k or not dollar) and (b.subs or b2.subs):
+                        if not _swap_hits(hits, b.subs, b2.subs):
+                            return None
+                        again = True
                 seen[j + 1] = m2
-        return None
+            if not again:
+                break
+        else:
+            return None  # still changing after the last pass: walk again
+        if not hits:
+            return EMPTY
+        return as_frozenset(hits[0]) if len(hits) == 1 else EMPTY.union(*hits)
 
     def _frozen_lookup(self, topic: str) -> frozenset:
         """The fallback of a lookup whose validation failed ``_MAX_WALKS`` times: walk a

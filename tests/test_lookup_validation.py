@@ -272,6 +272,52 @@ def test_a_gcas_in_flight_during_a_repair_is_never_taken_as_committed():
     t.check()
 
 
+class _TrippingRef:
+    """Stands in for an I-node's AtomicRef: its ``trip``-th ``get()`` first runs ``action``."""
+
+    def __init__(self, ref, trip, action):
+        self.ref, self.calls, self.trip, self.action = ref, 0, trip, action
+
+    def get(self):
+        self.calls += 1
+        if self.calls == self.trip:
+            self.action()
+        return self.ref.get()
+
+    def __getattr__(self, name):
+        return getattr(self.ref, name)
+
+
+def test_a_repair_that_swapped_a_set_checks_everything_again(monkeypatch):
+    """A swap makes the repaired result that of a later instant, so the I-nodes re-read
+    before it in the same pass must be looked at again. While the walk of 'a.b.c' reads
+    'a.*', W0 adds h0b to 'a.>' and W1 adds 'a.*.c' -> y: the repair must swap both in. In
+    its first pass, after it re-read 'a' and while it re-reads 'a.b', W2 adds h1 to 'a.>'
+    and W3 adds 'a.*.c' -> z; the pass then swaps y and z in at 'a.*'. Stopping there
+    would answer z without h1, although W2 came before W3: another pass must take h1 in."""
+    t = _forking_trie()
+    t.subscribe("a.>", "h0")
+    t.subscribe("a.*.e", 3)
+    clock = time.monotonic_ns
+    history: list[Op] = []
+    _instrument(t, "a.*", _subscribes(t, [("a.>", "h0b"), ("a.*.c", "y")], history), budget=1)
+    inode = _inode_at(t, "a.b")
+    # calls: the walk's read, the quick check's, the repair's first pass: trip on that one
+    inode.main = _TrippingRef(inode.main, 3, _subscribes(t, [("a.>", "h1"), ("a.*.c", "z")],
+                                                          history))
+    monkeypatch.setattr(cstrie_module, "_get", lambda r: r.get())  # the quick check too
+    call = clock()
+    result = t.lookup("a.b.c")
+    history.append(Op(0, "lookup", "a.b.c", result, call, clock()))
+    assert inode.main.calls >= 3, "the repair never re-read 'a.b'"
+    inode.main = inode.main.ref
+    initial = frozenset({("a.b.c", 1), ("a.b.d", 1), ("a.*.c", 2), ("a.*.d", 2), ("a.*.e", 3),
+                         ("a.>", "h0")})
+    assert check(history, SPEC, initial=initial) is True, (result, history)
+    assert result == frozenset({1, 2, "h0", "h0b", "h1", "y", "z"}), result
+    t.check()
+
+
 def _unsound_same_use(m, m2, k, words, n, same_child):
     """The unsound refinement the audit warned of: re-check only the branches that were
     found (the same, or with ``same_child`` a new one with the same child), never what was
