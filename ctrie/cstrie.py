@@ -735,28 +735,33 @@ class CSTrie:
                         if dollar and not i:
                             p = None
                         if b is None and m.kids is not None:
-                            # A wide level: the word's branch is in a hash level below. The
-                            # top's read is used whatever follows: record it. Its first hash
-                            # level (all of a level up to 4,096 words; a top's shift is 0)
-                            # is inlined from _kid_branch, which takes the deeper ones. The
-                            # kid leaf read becomes the level's current read (ref, m): like
-                            # any read, recorded below only if another one follows it.
-                            seen += (ref, m, k)
+                            # A wide level: the word's branch is in a hash level below. Its
+                            # first hash level (all of a level up to 4,096 words; a top's
+                            # shift is 0) is inlined from _kid_branch, which takes the
+                            # deeper ones. The kid leaf read becomes the level's current
+                            # read (ref, m), recorded below only if another read follows,
+                            # like any read; the top, read before it, is recorded now. A
+                            # missing kid or a tomb (an empty leaf, final) leaves the top
+                            # current: each read is recorded once.
                             kid = m.kids[hash(w) & 31]  # kid_index(m, w) inlined
                             if kid is not None:
-                                ref = kid.main
-                                m = ref.get()
-                                if m.prev is not None:
-                                    m = gcas_complete(kid, m, self)
-                                if type(m) is CNode:
+                                kref = kid.main
+                                km = kref.get()
+                                if km.prev is not None:
+                                    km = gcas_complete(kid, km, self)
+                                if type(km) is CNode:
+                                    seen += (ref, m, k)
+                                    ref = kref
+                                    m = km
                                     b = m.branches
                                     b = b[w] if w in b else None
                                     if b is None and m.kids is not None:
                                         seen += (ref, m, k)
                                         b = self._kid_branch(m, w, k, seen)
-                                else:  # a tomb: an empty leaf (final), the top stays current
-                                    ref = seen[-3]
-                                    m = seen[-2]
+                                        # its last read is the current one
+                                        ref = seen[-3]
+                                        m = seen[-2]
+                                        del seen[-3:]
                         i += 1
                         if b is not None:
                             if i == n and b.subs:
@@ -956,8 +961,10 @@ class CSTrie:
                 # Every used branch is the same or a new one with the same child: swap the
                 # subscriber sets the walk took from the replaced ones (where it took them:
                 # the walk's own conditions). S-nodes are children, hence the same.
+                # Any such replacement needs another pass, even between two empty sets:
+                # the set need not have stayed empty in between (empty, {x}, empty).
                 b, b2 = m.fwc, m2.fwc
-                if b is not b2 and (k or not dollar) and (b.subs or b2.subs):
+                if b is not b2 and (k or not dollar):
                     if not _swap_hits(hits, b.subs, b2.subs):
                         return None
                     again = True
@@ -966,12 +973,12 @@ class CSTrie:
                     br, br2 = m.branches, m2.branches
                     b = br[w] if w in br else None
                     b2 = br2[w] if w in br2 else None
-                    if b is not b2 and type(b) is Branch and (b.subs or b2.subs):
+                    if b is not b2 and type(b) is Branch:
                         if not _swap_hits(hits, b.subs, b2.subs):
                             return None
                         again = True
                     b, b2 = m.pwc, m2.pwc
-                    if b is not b2 and (k or not dollar) and (b.subs or b2.subs):
+                    if b is not b2 and (k or not dollar):
                         if not _swap_hits(hits, b.subs, b2.subs):
                             return None
                         again = True

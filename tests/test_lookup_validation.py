@@ -273,15 +273,23 @@ def test_a_gcas_in_flight_during_a_repair_is_never_taken_as_committed():
 
 
 class _TrippingRef:
-    """Stands in for an I-node's AtomicRef: its ``trip``-th ``get()`` first runs ``action``."""
+    """Stands in for an I-node's AtomicRef: its ``n``-th ``get()`` first runs ``plan[n]``.
+    Reads made while any plan runs (the adversary's writes) are not counted."""
 
-    def __init__(self, ref, trip, action):
-        self.ref, self.calls, self.trip, self.action = ref, 0, trip, action
+    busy = False  # shared by all instances
+
+    def __init__(self, ref, plan):
+        self.ref, self.calls, self.plan = ref, 0, plan
 
     def get(self):
-        self.calls += 1
-        if self.calls == self.trip:
-            self.action()
+        if not _TrippingRef.busy:
+            self.calls += 1
+            if self.calls in self.plan:
+                _TrippingRef.busy = True
+                try:
+                    self.plan[self.calls]()
+                finally:
+                    _TrippingRef.busy = False
         return self.ref.get()
 
     def __getattr__(self, name):
@@ -303,8 +311,8 @@ def test_a_repair_that_swapped_a_set_checks_everything_again(monkeypatch):
     _instrument(t, "a.*", _subscribes(t, [("a.>", "h0b"), ("a.*.c", "y")], history), budget=1)
     inode = _inode_at(t, "a.b")
     # calls: the walk's read, the quick check's, the repair's first pass: trip on that one
-    inode.main = _TrippingRef(inode.main, 3, _subscribes(t, [("a.>", "h1"), ("a.*.c", "z")],
-                                                          history))
+    inode.main = _TrippingRef(inode.main, {3: _subscribes(t, [("a.>", "h1"), ("a.*.c", "z")],
+                                                          history)})
     monkeypatch.setattr(cstrie_module, "_get", lambda r: r.get())  # the quick check too
     call = clock()
     result = t.lookup("a.b.c")
@@ -315,6 +323,110 @@ def test_a_repair_that_swapped_a_set_checks_everything_again(monkeypatch):
                          ("a.>", "h0")})
     assert check(history, SPEC, initial=initial) is True, (result, history)
     assert result == frozenset({1, 2, "h0", "h0b", "h1", "y", "z"}), result
+    t.check()
+
+
+def _writes(t: CSTrie, ops: list[tuple[str, str, object]], history: list[Op]) -> Callable[[], None]:
+    """An adversary's action: ``("sub" | "unsub", pattern, subscriber)`` in order, each
+    recorded in ``history`` (as thread 1)."""
+    clock = time.monotonic_ns
+
+    def run() -> None:
+        for op, pattern, sub in ops:
+            call = clock()
+            if op == "sub":
+                t.subscribe(pattern, sub)
+                history.append(Op(1, "subscribe", (pattern, sub), None, call, clock()))
+            else:
+                ok = t.unsubscribe(pattern, sub)
+                history.append(Op(1, "unsubscribe", (pattern, sub), ok, call, clock()))
+
+    return run
+
+
+@pytest.mark.parametrize("dialect", ["nats", "mqtt"])
+def test_a_repair_never_takes_an_empty_set_for_one_that_stayed_empty(dialect, monkeypatch):
+    """Found by review. A lookup of 'a.b' takes the sets of 'a.b' (at I(a)) and '*.b' (at
+    I(*)). Writes land inside it so that one of the two patterns has a subscriber at every
+    instant, yet each of the walk's two reads finds its own one empty, and each set goes
+    empty -> {x} -> empty again before the repair re-reads it: the branches are new
+    objects with the same child and two empty sets. A pass that ends the repair there
+    answers the empty set, which held at no instant; replacing an empty set by an empty
+    one must count as a change, so another pass takes the sets in again."""
+    t = CSTrie(dialect)
+    sep, one = ("/", "+") if dialect == "mqtt" else (".", "*")
+    f = lambda p: p.replace(".", sep).replace("*", one)  # noqa: E731
+    initial = {(f(p), s) for p, s in (("a.b.c", 1), ("a.q", 1), ("*.b.c", 2), ("*.q", 2),
+                                       ("a.b", "x0"), ("*.b", "y0"))}
+    for p, s in sorted(initial, key=str):
+        t.subscribe(p, s)
+    history: list[Op] = []
+    ab, sb = f("a.b"), f("*.b")
+    w = lambda *ops: _writes(t, list(ops), history)  # noqa: E731
+    ia, istar = _inode_at(t, "a"), gcas_read(t._read_root(), t).pwc.inode
+    # reads of I(a): the walk's, the quick check's, the repair's first pass; of I(*): the
+    # walk's, the repair's first pass
+    ia.main = _TrippingRef(ia.main, {1: w(("unsub", ab, "x0")),
+                                     2: w(("sub", sb, "y1"), ("unsub", ab, "x1"))})
+    istar.main = _TrippingRef(istar.main, {1: w(("sub", ab, "x1"), ("unsub", sb, "y0")),
+                                           2: w(("sub", ab, "x2"), ("unsub", sb, "y1"))})
+    monkeypatch.setattr(cstrie_module, "_get", lambda r: r.get())  # the quick check too
+    call = time.monotonic_ns()
+    result = t.lookup(ab)
+    history.append(Op(0, "lookup", ab, result, call, time.monotonic_ns()))
+    assert (ia.main.calls, istar.main.calls) >= (3, 2), "the schedule did not run"
+    ia.main, istar.main = ia.main.ref, istar.main.ref
+    spec = make_spec(lambda p, tp: matches(p, tp, dialect))
+    assert check(history, spec, initial=frozenset(initial)) is True, (result, history)
+    t.check()
+
+
+@pytest.mark.parametrize("topic", ["zz", "zz.b"], ids=["ends at the level", "goes on below '*'"])
+def test_a_wide_level_without_a_kid_for_the_word_is_read_once(topic, monkeypatch):
+    """Found by review. At a split level whose kid for the topic word is missing, the top
+    stays the walk's current read; it was recorded once before looking for the kid and
+    again as the current read, so a change of its '>' subscribers was swapped at the first
+    record and not found at the second: a second walk (and, under churn, a frozen-root
+    fallback) for a change a repair handles. One change, one walk."""
+    t = CSTrie(_leaf_max=1)
+    initial = {(">", "h0")}
+    slot, words = kid_slot("zz", 0), []
+    j = 0
+    while len(words) < 6:  # six root words, none in the slice of 'zz'
+        w, j = f"k{j}", j + 1
+        if kid_slot(w, 0) != slot:
+            words.append(w)
+    initial |= {(f"{w}.q", "q") for w in words}
+    if topic == "zz.b":
+        initial |= {("*.b", 2), ("*.c", 2)}  # '*' leads to an I-node: the walk goes on
+    for p, s in sorted(initial, key=str):
+        t.subscribe(p, s)
+    root = t._read_root()
+    top = gcas_read(root, t)
+    assert top.kids is not None and top.kids[kid_index(top, "zz")] is None
+    history: list[Op] = []
+    counter = _WalkCounter(t._root)
+    # the root's second read: the quick check (the walk goes on) or, if the top was the
+    # last read, the next walk's (there is none: it needs no check)
+    write = _writes(t, [("sub", ">", "h1")], history)
+
+    def adversary():
+        counter.paused = True  # the write's own reads of the root are not walks
+        try:
+            write()
+        finally:
+            counter.paused = False
+
+    root.main = _TrippingRef(root.main, {2: adversary})
+    monkeypatch.setattr(cstrie_module, "_get", lambda r: r.get())
+    t._root = counter
+    call = time.monotonic_ns()
+    result = t.lookup(topic)
+    history.append(Op(0, "lookup", topic, result, call, time.monotonic_ns()))
+    walks = counter.walks
+    t._root, root.main = counter.ref, root.main.ref
+    assert check(history, SPEC, initial=frozenset(initial)) is True, (result, history)
+    assert walks == 1, f"{walks} walks for one change of the level's '>' subscribers"
     t.check()
 
 
