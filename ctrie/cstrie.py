@@ -915,9 +915,10 @@ class CSTrie:
         re-reads every I-node. One that now holds another main node ``m2`` is judged by
         :func:`_same_use`: every branch the walk used (see :meth:`_validate`) is the same,
         or a new Branch with the same child; else (a child changed) give up. Where a new
-        Branch's subscribers are a set the walk took, swap it in ``hits``
-        (:func:`_swap_hits`). Record ``m2``. A pass that swapped nothing (and met no GCAS in
-        flight) ends it: the (repaired) hits are the result. Otherwise another pass.
+        Branch replaced one whose set the walk takes, swap the set in ``hits``
+        (:func:`_swap_hits`; an empty set is not taken, but still counts: it may have been
+        non-empty in between). Record ``m2``. A pass that swapped nothing (and met no GCAS
+        in flight) ends it: the (repaired) hits are the result. Otherwise another pass.
 
         Soundness, as for the double collect it refines: in a pass that swaps nothing, each
         record's used parts -- the children followed and the subscriber sets taken -- held
