@@ -824,8 +824,7 @@ class CSTrie:
                     and (seen[0].get() is not seen[1] if len(seen) == 3 else
                          seen[0].get() is not seen[1] or seen[3].get() is not seen[4]
                          if len(seen) == 6 else list(map(_get, seen[::3])) != seen[1::3])):
-                seen += (ref, m, k)  # the last I-node read, too
-                res = self._revalidate(seen, hits, words, dollar, mqtt)
+                res = self._revalidate(seen, hits, words, dollar, (ref, m, k))
                 if res is None:
                     continue
                 return res
@@ -906,12 +905,15 @@ class CSTrie:
         return True
 
     def _revalidate(self, seen: list, hits: list, words: list[str], dollar: bool,
-                    mqtt: bool) -> Optional[frozenset]:
+                    last: tuple) -> Optional[frozenset]:
         """After a lookup walk whose quick check failed: the walk's result, repaired where
         only subscriber sets changed, or None if the walk must be done again.
 
         ``seen`` holds a triple (AtomicRef, main node read, word index) for every I-node the
-        walk read, the last included; ``hits`` the subscriber sets it collected. A pass
+        walk read but the last, ``last`` that triple of the last read; ``hits`` the
+        subscriber sets the walk collected. The first pass leaves out the last read (the
+        walk's result, if it stands, linearizes at it); once a pass swaps a set, the
+        result belongs to a later instant, and later passes include it. A pass
         re-reads every I-node. One that now holds another main node ``m2`` is judged by
         :func:`_same_use`: every branch the walk used (see :meth:`_validate`) is the same,
         or a new Branch with the same child; else (a child changed) give up. Where a new
@@ -986,6 +988,9 @@ class CSTrie:
                 seen[j + 1] = m2
             if not again:
                 break
+            if last is not None:
+                seen += last
+                last = None
         else:
             return None  # still changing after the last pass: walk again
         if not hits:
