@@ -966,22 +966,17 @@ class CSTrie:
                 # the walk's own conditions). S-nodes are children, hence the same.
                 # Any such replacement needs another pass, even between two empty sets:
                 # the set need not have stayed empty in between (empty, {x}, empty).
-                b, b2 = m.fwc, m2.fwc
-                if b is not b2 and (k or not dollar):
-                    if not _swap_hits(hits, b.subs, b2.subs):
-                        return None
-                    again = True
+                # (_same_use passed, so two different branches here are both Branches.)
+                wild = k or not dollar  # the walk's condition for '>' and '*' at k
+                taken = [(m.fwc, m2.fwc)] if wild else []
                 if k + 1 == n:
                     w = words[k]
                     br, br2 = m.branches, m2.branches
-                    b = br[w] if w in br else None
-                    b2 = br2[w] if w in br2 else None
-                    if b is not b2 and type(b) is Branch:
-                        if not _swap_hits(hits, b.subs, b2.subs):
-                            return None
-                        again = True
-                    b, b2 = m.pwc, m2.pwc
-                    if b is not b2 and (k or not dollar):
+                    taken.append((br[w] if w in br else None, br2[w] if w in br2 else None))
+                    if wild:
+                        taken.append((m.pwc, m2.pwc))
+                for b, b2 in taken:
+                    if b is not b2:
                         if not _swap_hits(hits, b.subs, b2.subs):
                             return None
                         again = True

@@ -77,18 +77,27 @@ def _instrument(t: CSTrie, path: str, action: Callable[[], None], budget: int,
     return branches
 
 
-def _subscribes(t: CSTrie, pairs: list[tuple[str, object]], history: list[Op]) -> Callable[[], None]:
-    """An adversary's action: subscribe ``pairs`` in order, recording each in ``history``
-    (as thread 1)."""
+def _writes(t: CSTrie, ops: list[tuple[str, str, object]], history: list[Op]) -> Callable[[], None]:
+    """An adversary's action: ``("sub" | "unsub", pattern, subscriber)`` in order, each
+    recorded in ``history`` (as thread 1)."""
     clock = time.monotonic_ns
 
     def run() -> None:
-        for pattern, sub in pairs:
+        for op, pattern, sub in ops:
             call = clock()
-            t.subscribe(pattern, sub)
-            history.append(Op(1, "subscribe", (pattern, sub), None, call, clock()))
+            if op == "sub":
+                t.subscribe(pattern, sub)
+                history.append(Op(1, "subscribe", (pattern, sub), None, call, clock()))
+            else:
+                ok = t.unsubscribe(pattern, sub)
+                history.append(Op(1, "unsubscribe", (pattern, sub), ok, call, clock()))
 
     return run
+
+
+def _subscribes(t: CSTrie, pairs: list[tuple[str, object]], history: list[Op]) -> Callable[[], None]:
+    """An adversary's action: subscribe ``pairs`` in order (see :func:`_writes`)."""
+    return _writes(t, [("sub", p, s) for p, s in pairs], history)
 
 
 def _forking_trie() -> CSTrie:
@@ -324,24 +333,6 @@ def test_a_repair_that_swapped_a_set_checks_everything_again(monkeypatch):
     assert check(history, SPEC, initial=initial) is True, (result, history)
     assert result == frozenset({1, 2, "h0", "h0b", "h1", "y", "z"}), result
     t.check()
-
-
-def _writes(t: CSTrie, ops: list[tuple[str, str, object]], history: list[Op]) -> Callable[[], None]:
-    """An adversary's action: ``("sub" | "unsub", pattern, subscriber)`` in order, each
-    recorded in ``history`` (as thread 1)."""
-    clock = time.monotonic_ns
-
-    def run() -> None:
-        for op, pattern, sub in ops:
-            call = clock()
-            if op == "sub":
-                t.subscribe(pattern, sub)
-                history.append(Op(1, "subscribe", (pattern, sub), None, call, clock()))
-            else:
-                ok = t.unsubscribe(pattern, sub)
-                history.append(Op(1, "unsubscribe", (pattern, sub), ok, call, clock()))
-
-    return run
 
 
 @pytest.mark.parametrize("dialect", ["nats", "mqtt"])
