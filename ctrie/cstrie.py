@@ -76,6 +76,9 @@ __all__ = ["CSTrie"]
 
 # Results of the recursive update steps: RESTART re-reads the root and tries again.
 _RESTART = object()
+# Event counters (see ctrie.counters); None unless a contention experiment installed them.
+# Every site that counts is off the common path.
+_count = None
 
 # How many times len() reads the size counter while writes are inside their windows before
 # it counts a read-only snapshot instead (see ctrie.size).
@@ -222,7 +225,8 @@ class CSTrie:
         words = self._validate_pattern(pattern)
         require_hashable(subscriber)
         while self._insert(self._read_root(), words, subscriber) is _RESTART:
-            pass
+            if _count is not None:
+                _count("write_retry")
 
     def _expanded(self, sn: SNode, rest: tuple[str, ...], gen: Gen) -> INode:
         """Fresh, unpublished I-nodes holding exactly the pattern of ``sn``: one I-node per
@@ -392,6 +396,8 @@ class CSTrie:
             res = self._remove(root, words, subscriber)
             if res is not _RESTART:
                 return res  # type: ignore[return-value]
+            if _count is not None:
+                _count("write_retry")
 
     def _is_tomb(self, inode: INode) -> bool:
         return type(gcas_read(inode, self)) is TNode
@@ -690,8 +696,13 @@ class CSTrie:
         dollar = mqtt and words[0][:1] == "$"
         walks = 0
         while True:
-            if walks == _MAX_WALKS:
-                return self._frozen_lookup(topic)
+            if walks:
+                if walks == _MAX_WALKS:
+                    if _count is not None:
+                        _count("frozen")
+                    return self._frozen_lookup(topic)
+                if _count is not None:
+                    _count("rewalk")
             walks += 1
             # The root reference may hold an RDCSS descriptor (a snapshot is being taken):
             # then ``root.main`` below raises AttributeError, and the handler completes it.
@@ -824,6 +835,8 @@ class CSTrie:
                     and (seen[0].get() is not seen[1] if len(seen) == 3 else
                          seen[0].get() is not seen[1] or seen[3].get() is not seen[4]
                          if len(seen) == 6 else list(map(_get, seen[::3])) != seen[1::3])):
+                if _count is not None:
+                    _count("revalidate")
                 res = self._revalidate(seen, hits, words, dollar, (ref, m, k))
                 if res is None:
                     continue
@@ -1054,8 +1067,13 @@ class CSTrie:
         then the frozen root."""
         walks = 0
         while True:
-            if walks == _MAX_WALKS:
-                return self._frozen_lookup(self.dialect.separator.join(words))
+            if walks:
+                if walks == _MAX_WALKS:
+                    if _count is not None:
+                        _count("frozen")
+                    return self._frozen_lookup(self.dialect.separator.join(words))
+                if _count is not None:
+                    _count("rewalk")
             walks += 1
             root = self._read_root()
             hits: list[frozenset] = []
@@ -1065,9 +1083,11 @@ class CSTrie:
             except _Restart:
                 continue
             if (len(seen) > 3 and not self._readonly
-                    and list(map(_get, seen[::3])) != seen[1::3]
-                    and not self._validate(seen, words)):
-                continue
+                    and list(map(_get, seen[::3])) != seen[1::3]):
+                if _count is not None:
+                    _count("revalidate")
+                if not self._validate(seen, words):
+                    continue
             if not hits:
                 return EMPTY
             return as_frozenset(hits[0]) if len(hits) == 1 else EMPTY.union(*hits)

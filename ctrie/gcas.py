@@ -36,6 +36,8 @@ __all__ = ["GCAS", "gcas_read", "gcas_complete"]
 
 # The fault-injection hook (see ctrie.faults); None in production.
 _fault = None
+# Event counters (see ctrie.counters); None unless a contention experiment installed them.
+_count = None
 
 
 def gcas_read(inode: INode, trie: CSTrie) -> MainNode:
@@ -128,6 +130,8 @@ def GCAS(inode: INode, old: MainNode, new: MainNode, trie: CSTrie, neutral: bool
             _fault("inode_cas", "after")
         new.prev = None  # never published: plain again, so it can be retried or dropped
         committed = False
+    if not committed and _count is not None:
+        _count("gcas_fail")
     if delta:
         # Count and close in one atomic step (a count bumped apart would not linearize).
         state.increment_and_get(delta * WINDOWS - 1 if committed else -1)
