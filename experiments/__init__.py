@@ -11,6 +11,8 @@ It reproduces the experiments of *Fast Topic Matching* and *Breaking and Enterin
 - ``scaling``: wall time of concurrent rounds at 1 to 16 threads (50/50, 90/10);
 - ``lockfree``: the second article's insert:lookup 1:1 and 1:3 comparison;
 - ``contention``, ``ownership``, ``starvation``: sharing a matcher between threads;
+- ``sharing``: why sharing costs: shared vs one matcher per thread built by its reader, at
+  several write shares, with ablations, event counters and a round-length sweep;
 - ``level_width``: one write and one lookup under 1 to 100,000 sibling inboxes;
 - ``primitives``: cost of the atomic and locking primitives the matchers are built on;
 - ``charts`` and ``summary``: figures and the target-ratio table, from result files only.
@@ -28,8 +30,9 @@ paho-mqtt are used where installed, matplotlib only by ``charts``. Modules:
 ``microbench``     per-operation timing: pyperf worker groups or the stdlib fallback
 ``benchfuncs``     the timed loops of ``latency`` and ``primitives``
 ``throughput``, ``memory``, ``concurrency``, ``ownership``, ``starvation``,
-``level_width``: the other experiments
-``charts``, ``summary``: figures and targets
+``level_width``, ``sharing``: the other experiments
+``charts``, ``summary``, ``sharing_report``: figures, targets, and the sharing
+experiment's tables with its many-core model
 =================  =====================================================================
 """
 

@@ -23,6 +23,7 @@ __all__ = ["FIGURES", "run_charts"]
 
 _COLORS = {
     "cstrie": "#d62728",
+    "cstrie_replicated": "#ff7f0e",
     "locked_trie": "#1f77b4",
     "locked_trie_nocache": "#17becf",
     "naive": "#7f7f7f",
@@ -30,7 +31,7 @@ _COLORS = {
     "optimized_bitmap": "#bcbd22",
     "paho": "#9467bd",
 }
-_MARKERS = {"cstrie": "o", "locked_trie": "s", "locked_trie_nocache": "D", "naive": "x",
+_MARKERS = {"cstrie": "o", "cstrie_replicated": "*", "locked_trie": "s", "locked_trie_nocache": "D", "naive": "x",
             "inverted_bitmap": "^", "optimized_bitmap": "v", "paho": "P"}
 TRIES = ("cstrie", "locked_trie", "locked_trie_nocache")
 
@@ -522,6 +523,48 @@ def fig_primitives(recs: list[Record]) -> Any:
     return fig
 
 
+# --- sharing -----------------------------------------------------------------------------------
+
+
+def fig_sharing(recs: list[Record]) -> Any:
+    """Two threads on one shared matcher as a fraction of two threads each with a matcher it
+    built (1 = sharing costs nothing), per write share; one panel per build."""
+    runs = _runs(recs, "sharing")
+    if not runs:
+        return None
+    plt = _plt()
+    fig, axes = plt.subplots(1, len(runs), figsize=(6.5 * len(runs), 4.8), squeeze=False)
+    for col, (build, all_rs) in enumerate(runs):
+        ax = axes[0][col]
+        rs = [r for r in all_rs if r.get("status") == "ok"]
+        shares = sorted({r["params"]["write_share"] for r in rs
+                         if r["params"].get("mode") == "shared"})
+        present = [a for a in ALGORITHMS if any(r["algorithm"] == a for r in rs)]
+        width = 0.8 / max(len(present), 1)
+        for i, a in enumerate(present):
+            xs, ys = [], []
+            for j, p in enumerate(shares):
+                wl = f"w{round(p * 100)}/gc-on"
+                s2 = [r for r in rs if r["algorithm"] == a and r["threads"] == 2
+                      and r["workload"] == f"shared/{wl}"]
+                o2 = [r for r in rs if r["algorithm"] == a and r["threads"] == 2
+                      and r["workload"] == f"per-thread-own/{wl}"]
+                if s2 and o2:
+                    xs.append(j - 0.4 + width * (i + 0.5))
+                    ys.append(s2[-1]["median"] / o2[-1]["median"])
+            if xs:
+                ax.bar(xs, ys, width=width, color=_COLORS.get(a, "#444444"), label=_label(a),
+                       edgecolor="black", linewidth=0.5)
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_xticks(range(len(shares)), [f"{p:.0%} writes" for p in shares])
+        ax.set_ylabel("ops/s, 2 threads on one shared matcher\n/ 2 threads each with its own")
+        ax.set_title(_build_title(recs, build), fontsize=9)
+        ax.grid(axis="y", alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
 #: figure name -> function(records) -> figure
 FIGURES: dict[str, Callable[[list[Record]], Any]] = {
     "latency_cold": lambda r: fig_latency(r, "cold"),
@@ -533,6 +576,7 @@ FIGURES: dict[str, Callable[[list[Record]], Any]] = {
     "scaling_90-10-true": lambda r: fig_scaling(r, "90/10-true"),
     "lockfree": fig_lockfree,
     "contention": fig_contention,
+    "sharing": fig_sharing,
     "level_width": fig_level_width,
     "primitives": fig_primitives,
 }

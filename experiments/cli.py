@@ -1,9 +1,11 @@
 """``python -m experiments <command> [options]``: the harness's command line.
 
 Measuring commands (``latency``, ``throughput``, ``memory``, ``scaling``, ``lockfree``,
-``contention``, ``ownership``, ``starvation``, ``level_width``, ``primitives``, ``all``) share the options ``--quick`` / ``--smoke`` / ``--size``, ``--out``,
-``--seed``, ``--algorithms``, ``--dialects`` and ``--python``; ``charts`` and ``summary``
-read result files only (``--from``).
+``contention``, ``sharing``, ``ownership``, ``starvation``, ``level_width``, ``primitives``,
+``all``) share the options ``--quick`` / ``--smoke`` / ``--size``, ``--out``, ``--seed``,
+``--algorithms``, ``--dialects``, ``--python``, and for the concurrent experiments
+``--threads``, ``--round-ops`` and ``--write-shares``; ``charts`` and ``summary`` read
+result files only (``--from``).
 
 ``--python PATH`` re-runs the same command under another interpreter (``PATH -m
 experiments <the same arguments without --python>``), streaming its output, so that one
@@ -18,9 +20,10 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
-from .config import SIZES
+from .config import SIZES, Size
 from .env import PROJECT_ROOT, Run, default_figures_dir, default_results_root
 from .summary import README_BEGIN, README_END, update_readme
 from .registry import ALGORITHMS
@@ -28,7 +31,7 @@ from .registry import ALGORITHMS
 __all__ = ["main"]
 
 MEASURES = ("latency", "throughput", "memory", "scaling", "lockfree", "contention",
-            "ownership", "starvation", "level_width", "primitives")
+            "sharing", "ownership", "starvation", "level_width", "primitives")
 DIALECTS = ("nats", "mqtt", "amqp")
 DEFAULT_DIALECTS = ("nats", "mqtt")
 
@@ -40,6 +43,8 @@ _HELP = {
     "scaling": "concurrent rounds at growing thread counts: 50/50, 90/10 faithful and true",
     "lockfree": "lock-free vs locked: insert:lookup 1:1 and 1:3 at growing worker counts",
     "contention": "CPU time per operation, one shared matcher vs one per thread (1, 2 threads)",
+    "sharing": "why a shared matcher loses parallelism: shared vs one per thread built by its "
+               "reader, write shares, gc, ablations, re-walk and CAS-failure counters",
     "ownership": "one thread's lookups on a matcher it built vs one another thread built",
     "starvation": "one reader's lookups per second beside one writer (CS-trie, LockedTrie)",
     "level_width": "one subscribe+unsubscribe, and one lookup, under 1 to 100,000 sibling "
@@ -74,6 +79,42 @@ def _choices_list(allowed: tuple[str, ...]) -> Callable[[str], list[str]]:
                 f"unknown {', '.join(map(repr, bad))}; choose from {', '.join(allowed)}")
         return list(dict.fromkeys(items))
     return parse
+
+
+def _int_list(text: str) -> list[int]:
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    try:
+        values = [int(t) for t in items]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"must be a comma-separated list of positive integers, got {text!r}")
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(
+            f"must be a comma-separated list of positive integers, got {text!r}")
+    return sorted(set(values))
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
+def _share_list(text: str) -> list[float]:
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    try:
+        values = [float(t) for t in items]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"must be a comma-separated list of write shares between 0 and 1, got {text!r}")
+    if not values or any(not 0.0 <= v <= 1.0 for v in values):
+        raise argparse.ArgumentTypeError(
+            f"must be a comma-separated list of write shares between 0 and 1, got {text!r}")
+    return sorted(set(values))
 
 
 def _python(text: str) -> str:
@@ -127,6 +168,15 @@ def _measure_options(p: argparse.ArgumentParser, latency_like: bool) -> None:
                    metavar="LIST",
                    help="dialect forms of the single-thread workloads, from "
                         f"{', '.join(DIALECTS)} (default: nats,mqtt; paho runs only on mqtt)")
+    p.add_argument("--threads", type=_int_list, default=None, metavar="LIST",
+                   help="thread counts of the scaling and sharing experiments, e.g. 1,2,4,8,16 "
+                        "(default: the size's; above the CPU count they oversubscribe)")
+    p.add_argument("--round-ops", type=_positive_int, default=None, metavar="N",
+                   help="operations per thread per round in scaling, contention and sharing "
+                        "(default: the size's)")
+    p.add_argument("--write-shares", type=_share_list, default=None, metavar="LIST",
+                   help="write shares of the sharing experiment, e.g. 0,0.01,0.1,0.5 "
+                        "(default: the size's)")
     if latency_like:
         p.add_argument("--method", choices=("auto", "pyperf", "timeit"), default="auto",
                        help="per-operation timing: pyperf in subprocesses, or the stdlib "
@@ -217,6 +267,20 @@ def _reexec(python: str, argv: list[str]) -> int:
     return rc
 
 
+def sized(size: Size, args: argparse.Namespace) -> Size:
+    """``size`` with the thread counts, round length and write shares given on the command
+    line (recorded with the run, as the size is)."""
+    changes: dict = {}
+    if getattr(args, "threads", None):
+        changes["scaling_threads"] = changes["sharing_threads"] = tuple(args.threads)
+    if getattr(args, "round_ops", None):
+        changes["scaling_ops"] = changes["contention_ops"] = args.round_ops
+        changes["sharing_ops"] = args.round_ops
+    if getattr(args, "write_shares", None):
+        changes["sharing_write_shares"] = tuple(args.write_shares)
+    return replace(size, **changes) if changes else size
+
+
 def _measure(args: argparse.Namespace, argv: list[str]) -> int:
     try:
         import baselines  # noqa: F401
@@ -225,12 +289,12 @@ def _measure(args: argparse.Namespace, argv: list[str]) -> int:
         print(f"error: {sys.executable} cannot import the package ({exc}); install it there "
               "(pip install -e .) or pick another --python", file=sys.stderr)
         return 2
-    from . import (concurrency, level_width, memory, microbench, ownership, starvation,
-                   throughput)
+    from . import (concurrency, level_width, memory, microbench, ownership, sharing,
+                   starvation, throughput)
     from .registry import dialects_for
 
     root = args.out if args.out is not None else default_results_root()
-    run = Run(root, args.seed, SIZES[args.size], argv)
+    run = Run(root, args.seed, sized(SIZES[args.size], args), argv)
     algorithms, dialects = args.algorithms, args.dialects
     method = getattr(args, "method", "auto")
 
@@ -249,6 +313,7 @@ def _measure(args: argparse.Namespace, argv: list[str]) -> int:
         "scaling": lambda: concurrency.run_scaling(run, algorithms, dialects),
         "lockfree": lambda: concurrency.run_lockfree(run, algorithms, dialects),
         "contention": lambda: concurrency.run_contention(run, algorithms, dialects),
+        "sharing": lambda: sharing.run_sharing(run, algorithms, dialects),
         "ownership": lambda: ownership.run_ownership(run, algorithms, dialects),
         "starvation": lambda: starvation.run_starvation(run, algorithms, dialects),
         "level_width": lambda: level_width.run_level_width(run, algorithms, dialects),

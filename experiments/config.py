@@ -52,6 +52,13 @@ class Size:
     # contention: operations per worker and rounds of the shared/per-thread comparison
     contention_ops: int
     contention_rounds: int
+    # sharing: thread counts, operations per worker, rounds, write shares, and the round
+    # lengths of its round-length sweep (see experiments/sharing.py)
+    sharing_threads: tuple[int, ...]
+    sharing_ops: int
+    sharing_rounds: int
+    sharing_write_shares: tuple[float, ...]
+    sharing_round_ops: tuple[int, ...]
     # ownership: inbox subjects, lookups per reader and rounds of builder vs other reader
     ownership_width: int
     ownership_lookups: int
@@ -99,6 +106,11 @@ SIZES: dict[str, Size] = {
         lockfree_rounds=15,
         contention_ops=20000,
         contention_rounds=9,
+        sharing_threads=(1, 2),
+        sharing_ops=10_000,
+        sharing_rounds=5,
+        sharing_write_shares=(0.0, 0.01, 0.1, 0.5),
+        sharing_round_ops=(1000, 10_000, 100_000),
         ownership_width=10_000,
         ownership_lookups=100_000,
         ownership_rounds=7,
@@ -134,6 +146,11 @@ SIZES: dict[str, Size] = {
         lockfree_rounds=5,
         contention_ops=5000,
         contention_rounds=5,
+        sharing_threads=(1, 2),
+        sharing_ops=3000,
+        sharing_rounds=3,
+        sharing_write_shares=(0.0, 0.1),
+        sharing_round_ops=(1000, 10_000),
         ownership_width=10_000,
         ownership_lookups=30_000,
         ownership_rounds=3,
@@ -169,6 +186,11 @@ SIZES: dict[str, Size] = {
         lockfree_rounds=2,
         contention_ops=200,
         contention_rounds=2,
+        sharing_threads=(1, 2),
+        sharing_ops=100,
+        sharing_rounds=2,
+        sharing_write_shares=(0.0, 0.1),
+        sharing_round_ops=(50, 200),
         ownership_width=200,
         ownership_lookups=500,
         ownership_rounds=2,

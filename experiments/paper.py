@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from . import sharing_report
 from .records import Record, build_order, cells, contention_growth, latest_run, load
 from .registry import ALGORITHMS, LABELS
 from .summary import TARGETS, compute, to_markdown
@@ -674,7 +675,8 @@ def render(template: str, records: list[Record], root: Path | None = None) -> st
     """Fill every ``{{name}}`` and ``{{fact:name}}`` of ``template``; an unknown name is an
     error. ``root`` is where the Spark summaries and the test figures are looked for."""
     builds = build_order(records)
-    known_facts = {**facts(records, builds), **spark_facts(root)}
+    known_facts = {**facts(records, builds), **spark_facts(root),
+                   **sharing_report.sharing_facts(records)}
     fills: dict[str, Callable[[], str]] = {
         "runs": lambda: runs_list(records),
         "latency_tables": lambda: "\n\n".join(
@@ -691,6 +693,10 @@ def render(template: str, records: list[Record], root: Path | None = None) -> st
         "lockfree_tables": lambda: "\n\n".join(
             f"**{b}**\n\n{lockfree_table(records, b)}" for b in builds),
         "contention_table": lambda: contention_table(records, builds),
+        "sharing_table": lambda: sharing_report.sharing_table(records),
+        "sharing_ablation_table": lambda: sharing_report.ablation_table(records),
+        "sharing_roundlen_table": lambda: sharing_report.roundlen_table(records),
+        "sharing_model_table": lambda: sharing_report.model_table(records),
         "lookup_ratio_table": lambda: lookup_ratio_table(records, builds),
         "level_width_table": lambda: level_width_table(records, builds),
         "shape_table": lambda: shape_table(records, builds),

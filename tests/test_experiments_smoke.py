@@ -27,9 +27,9 @@ from experiments.registry import ALGORITHMS, thread_safe, unavailable
 ROOT = Path(__file__).resolve().parent.parent
 SEED = 7
 MEASURED = ("latency", "throughput", "memory", "scaling", "lockfree", "contention",
-            "ownership", "starvation", "level_width", "primitives")
+            "sharing", "ownership", "starvation", "level_width", "primitives")
 UNITS = {"latency": "ns", "throughput": "msg/s", "memory": "bytes", "scaling": "ops/s",
-         "lockfree": "s", "contention": "us", "ownership": "ops/s",
+         "lockfree": "s", "contention": "us", "sharing": "ops/s", "ownership": "ops/s",
          "starvation": "ops/s", "level_width": "ns", "primitives": "ns"}
 LATENCY_CELLS = {f"{op}/{state}/{variant}"
                  for state in ("cold", "hot")
@@ -101,7 +101,7 @@ def test_every_record_has_every_field_with_plausible_values(results):
 def test_every_matcher_appears_in_every_experiment(results):
     _, recs = results
     for experiment in ("latency", "throughput", "memory", "scaling", "lockfree", "contention",
-                       "ownership"):
+                       "sharing", "ownership"):
         seen = {r["algorithm"] for r in by_experiment(recs, experiment)} - {"attribute-read"}
         assert seen == set(ALGORITHMS), f"{experiment}: missing {set(ALGORITHMS) - seen}"
 
@@ -122,6 +122,36 @@ def test_contention_pairs_shared_with_per_thread_rounds(results):
                 ops = p.get("total_ops", n * p.get("reads_per_thread", 0))
                 assert r["values"] == pytest.approx([c / ops * 1e6 for c in p["cpu_s_values"]])
                 assert len(r["values"]) == len(p["wall_s_values"]) == r["rounds"]
+
+
+def test_sharing_measures_every_mode_with_its_counters(results):
+    """Every algorithm shared and owner-built at every write share and thread count; the
+    ablations and the round-length sweep for the CS-trie and LockedTrie; the CS-trie's
+    event counters and the context switches beside each measured cell."""
+    from experiments.config import SIZES
+    from experiments.sharing import ABLATION_ALGORITHMS, ABLATIONS
+
+    size = SIZES["smoke"]
+    _, recs = results
+    cells = {(r["algorithm"], r["workload"], r["threads"]): r for r in by_experiment(recs, "sharing")}
+    for alg in ALGORITHMS:
+        for mode in ("shared", "per-thread-own"):
+            for p in size.sharing_write_shares:
+                for n in size.sharing_threads:
+                    r = cells[(alg, f"{mode}/w{round(p * 100)}/gc-on", n)]
+                    if r["status"] != "ok":
+                        continue
+                    assert r["params"]["write_share"] == p and r["params"]["mode"] == mode
+                    assert r["params"]["ops_per_s"]["q1"] <= r["median"] <= r["params"]["ops_per_s"]["q3"]
+                    assert r["params"]["ctx_switches"]["min"] >= 0
+                    assert ("events_per_op" in r["params"]) is (alg == "cstrie"), r
+    for alg in ABLATION_ALGORITHMS:
+        modes = {r["params"]["mode"] for (a, _, _), r in cells.items() if a == alg}
+        assert {"per-thread", "shared-exited", "shared-topics"} <= modes, modes
+        assert any(w.endswith("gc-off") for (a, w, _) in cells if a == alg)
+        assert {int(w.split("/")[1]) for (a, w, _) in cells
+                if a == alg and w.startswith("roundlen/")} == set(size.sharing_round_ops)
+    assert "gc-off" in ABLATIONS
 
 
 def test_ownership_pairs_builder_with_other_reader(results):
@@ -163,7 +193,9 @@ def test_only_documented_cells_are_not_measured(results):
             assert (unavailable("paho") or r["experiment"] == "lockfree"
                     or (r["experiment"] == "scaling" and r["threads"] > 1)
                     or (r["experiment"] == "contention" and r["threads"] > 1
-                        and r["workload"] == "shared")), r
+                        and r["workload"] == "shared")
+                    or (r["experiment"] == "sharing" and r["threads"] > 1
+                        and r["params"]["mode"].startswith("shared"))), r
         else:
             # The inverted bitmap may skip a memory or ownership cell over its scan budget,
             # saying so.

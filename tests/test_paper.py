@@ -100,3 +100,33 @@ def test_missing_spark_and_test_figures_say_how_to_make_them(tmp_path):
                  workload="lookup/hot/faithful", median=1.0, unit="ns")]
     out = render("{{spark_table}}\n{{correctness_table}}", recs, tmp_path)
     assert "make pipeline-bench" in out and "make test" in out
+
+
+def _sharing(alg, mode, threads, rate, cpu, build="3.13.5-ft", share=0.1):
+    ft = build.endswith("-ft")
+    s = {"median": rate, "q1": rate * 0.9, "q3": rate * 1.1, "min": rate * 0.8, "max": rate * 1.2}
+    return _rec(experiment="sharing", algorithm=alg, dialect="nats", threads=threads,
+                workload=f"{mode}/w{round(share * 100)}/gc-on", median=rate, unit="ops/s",
+                build=build, run_id="s-" + build, gil_enabled=not ft, free_threaded_build=ft,
+                python="3.13.5" if ft else "3.11.7",
+                params={"mode": mode, "write_share": share, "gc": "on", "ops_per_s": s,
+                        "cpu_per_op_us": {"median": cpu},
+                        "events_per_op": {"rewalk": 0.002, "gcas_fail": 0.0005}})
+
+
+def test_sharing_table_reads_shared_against_the_owner_built_limit_and_the_gil_build():
+    recs = [_sharing("cstrie", "shared", 1, 100_000, 10.0),
+            _sharing("cstrie", "shared", 2, 150_000, 13.0),
+            _sharing("cstrie", "per-thread-own", 2, 200_000, 10.0),
+            _sharing("cstrie", "shared", 2, 120_000, 8.0, build="3.11.7-gil")]
+    out = render("{{sharing_table}}\n{{fact:ft_sharing_cstrie_w10_shared_over_own}} "
+                 "{{fact:ft_sharing_cstrie_w10_2v1}}\n{{sharing_model_table}}", recs)
+    ft_row = next(line for line in out.splitlines() if "free-threaded" in line and "CS-trie" in line)
+    # shared / own = 150k / 200k; 2 threads / 1 = 1.5; the GIL build's shared 2-thread rate.
+    assert "| 0.75 | 1.50 | 120k [108k–132k] |" in ft_row
+    assert "13.00 / 10.00" in ft_row and "| 2.00, 0.50 |" in ft_row
+    assert "0.75 1.50" in out
+    # Model: c1 = 10, c2 = 13 µs: at 16 threads 16 / (10 + 3 * 2 * 15/16) µs = 1,024k ops/s.
+    model_row = next(line for line in out.splitlines() if line.startswith("| Python 3.13.5")
+                     and "model" not in line and "1,024k" in line)
+    assert "A model, not a measurement" in out and model_row
