@@ -28,6 +28,7 @@ __all__ = [
 #: Every algorithm, in the order figures and tables list them.
 ALGORITHMS = (
     "cstrie",
+    "cstrie_replicated",
     "locked_trie",
     "locked_trie_nocache",
     "naive",
@@ -38,6 +39,7 @@ ALGORITHMS = (
 
 LABELS = {
     "cstrie": "CS-trie (lock-free)",
+    "cstrie_replicated": "CS-trie, a replica per thread",
     "locked_trie": "LockedTrie (cache)",
     "locked_trie_nocache": "LockedTrie (no cache)",
     "naive": "naive hashmap",
@@ -122,6 +124,10 @@ def make(name: str, dialect: str, *, topic_space: Iterable[str] | None = None,
         from ctrie import CSTrie
 
         return CSTrie(dialect=dialect)
+    if name == "cstrie_replicated":
+        from ctrie import ReplicatedTrie
+
+        return ReplicatedTrie(dialect=dialect)
     if name == "locked_trie":
         from baselines import LockedTrie
 

@@ -20,7 +20,8 @@ import time
 import pytest
 
 import ctrie.cstrie
-from ctrie import CSTrie, matches
+import replicated_variants
+from ctrie import CSTrie, ReplicatedTrie, matches
 from ctrie.nodes import LEAF_MAX
 from linearizability import Op, check, explain, make_spec, pairs_of
 from threads import gil_enabled, run_threads, switch_interval
@@ -40,16 +41,18 @@ matches_nats = functools.lru_cache(maxsize=None)(lambda p, t: matches(p, t, "nat
 SPEC = make_spec(matches_nats)
 
 
-def make_draw(lookups_below: float = 0.95, rest: str = "snapshot"):
-    """A draw of one seeded operation (name, argument): subscribe 35%, unsubscribe 25%,
-    lookup up to ``lookups_below``, and the ``rest`` ("snapshot" or "len") after that."""
+def make_draw(lookups_below: float = 0.95, rest: str = "snapshot",
+              writes_below: float = 0.60):
+    """A draw of one seeded operation (name, argument): subscribe up to 0.35, unsubscribe up
+    to ``writes_below``, lookup up to ``lookups_below``, and the ``rest`` ("snapshot" or
+    "len") after that."""
 
     def draw(rnd: random.Random) -> tuple[str, object]:
         r = rnd.random()
         pair = (rnd.choice(PATTERNS), rnd.choice(SUBSCRIBERS))
         if r < 0.35:
             return "subscribe", pair
-        if r < 0.60:
+        if r < writes_below:
             return "unsubscribe", pair
         if r < lookups_below:
             return "lookup", rnd.choice(TOPICS)
@@ -67,8 +70,14 @@ def record_history(trie: CSTrie, rnd: random.Random, draw=draw_op) -> list[Op]:
     plans = [[draw(rnd) for _ in range(OPS_PER_THREAD)] for _ in range(THREADS)]
 
     clock = time.monotonic_ns
+    # A ReplicatedTrie makes each thread's replica on its first use, and that join marks
+    # every other replica: joined beforehand, the history exercises the marks of its
+    # operations alone. (Not recorded: a lookup changes nothing.)
+    warm = isinstance(trie, ReplicatedTrie)
 
     def worker(k: int) -> list[Op]:
+        if warm:
+            trie.lookup(TOPICS[0])
         ops = []
         for name, arg in plans[k]:
             if name == "subscribe":
@@ -99,15 +108,20 @@ def record_history(trie: CSTrie, rnd: random.Random, draw=draw_op) -> list[Op]:
     return [op for ops in per_thread for op in ops]
 
 
-def run_histories(n: int, seed: int, stop_at_first: bool = False, draw=draw_op) -> dict:
-    """Record and check ``n`` histories of operations drawn by ``draw``; return the tally
-    (and the first violation)."""
+def _cstrie(rnd: random.Random) -> CSTrie:
+    # Half the histories with one-word leaves: their levels split into hash levels.
+    return CSTrie("nats", _leaf_max=rnd.choice((1, LEAF_MAX)))
+
+
+def run_histories(n: int, seed: int, stop_at_first: bool = False, draw=draw_op,
+                  make=_cstrie) -> dict:
+    """Record and check ``n`` histories of operations drawn by ``draw`` on tries made by
+    ``make(rnd)``; return the tally (and the first violation)."""
     rnd = random.Random(seed)
     tally = {"histories": 0, "operations": 0, "violations": 0, "unknown": 0, "first": None}
     with switch_interval(1e-6):
         for _ in range(n):
-            # Half the histories with one-word leaves: their levels split into hash levels.
-            trie = CSTrie("nats", _leaf_max=rnd.choice((1, LEAF_MAX)))
+            trie = make(rnd)
             initial = frozenset((rnd.choice(PATTERNS), rnd.choice(SUBSCRIBERS)) for _ in range(3))
             for p, s in initial:
                 trie.subscribe(p, s)
@@ -189,15 +203,23 @@ def test_checker_rejects_a_wrong_snapshot_and_reports_unknown_at_the_cap():
 @pytest.mark.concurrency
 @pytest.mark.timeout(900)
 def test_cstrie_histories_are_linearizable(figures):
-    tally = run_histories(HISTORIES, SEED)
+    _report(run_histories(HISTORIES, SEED), "", figures)
+
+
+def _report(tally: dict, what: str, figures) -> None:
+    """Print and record a tally of ``what`` ("" for the CS-trie); fail on any violation."""
     build = "GIL" if gil_enabled() else "free-threaded"
-    print(f"\nlinearizability ({build}): {tally['histories']} histories x {THREADS} threads, "
+    name = f"{what} linearizability".strip()
+    print(f"\n{name} ({build}): {tally['histories']} histories x {THREADS} threads, "
           f"{tally['operations']} operations, {tally['violations']} violations, "
           f"{tally['unknown']} unknown (seed {SEED})")
-    figures.add(f"linearizability histories x{THREADS} threads ({build})", tally["histories"])
-    figures.add(f"linearizability operations ({build})", tally["operations"])
-    figures.add(f"linearizability violations ({build})", tally["violations"])
-    figures.add(f"linearizability unknown ({build})", tally["unknown"])
+    if what:
+        figures.add(f"{name} histories ({build})", tally["histories"])
+    else:
+        figures.add(f"linearizability histories x{THREADS} threads ({build})", tally["histories"])
+        figures.add(f"linearizability operations ({build})", tally["operations"])
+        figures.add(f"linearizability unknown ({build})", tally["unknown"])
+    figures.add(f"{name} violations ({build})", tally["violations"])
     assert tally["violations"] == 0, f"seed {SEED}; first violation:\n{tally['first']}"
     assert tally["unknown"] <= tally["histories"] // 100, f"too many undecided histories: {tally}"
 
@@ -227,4 +249,44 @@ def test_read_then_write_mutant_is_caught(monkeypatch, figures):
           f"(a run: up to {MUTANT_HISTORIES_PER_RUN} histories x {THREADS} threads)")
     figures.add("mutant runs caught (read-then-write GCAS)", caught)
     figures.add("mutant runs (read-then-write GCAS)", MUTANT_RUNS)
+    assert caught >= 0.95 * MUTANT_RUNS
+
+
+# --- the replicated trie ---------------------------------------------------------------------
+
+
+def _replicated(rnd: random.Random) -> ReplicatedTrie:
+    # Checkpoints every entry, every other entry, or rarely: threads join from each.
+    return ReplicatedTrie("nats", checkpoint_every=rnd.choice((1, 2, 1024)))
+
+
+# No snapshots: the rest of the draws read len().
+draw_replicated = make_draw(lookups_below=0.95, rest="len")
+# For the variant that loses marks: few unsubscribes, many lookups that could miss a write.
+draw_replicated_reads = make_draw(lookups_below=0.95, rest="len", writes_below=0.40)
+
+
+@pytest.mark.concurrency
+@pytest.mark.timeout(900)
+def test_replicated_histories_are_linearizable(figures):
+    _report(run_histories(HISTORIES, SEED, draw=draw_replicated, make=_replicated),
+            "replicated", figures)
+
+
+@pytest.mark.concurrency
+@pytest.mark.timeout(900)
+def test_replicated_writes_that_mark_nobody_are_caught(monkeypatch, figures):
+    """The variant: a write does not mark the other replicas, so a reader that was clean
+    answers without a write that completed before it began."""
+    monkeypatch.setattr(ReplicatedTrie, "_write", replicated_variants.write_without_marks)
+    caught = 0
+    for run in range(MUTANT_RUNS):
+        # Each operation that catches up marks every replica, so the variant shows only in
+        # some histories: a run checks four times as many.
+        tally = run_histories(4 * MUTANT_HISTORIES_PER_RUN, SEED + 1 + run, stop_at_first=True,
+                              draw=draw_replicated_reads, make=_replicated)
+        caught += tally["violations"] > 0
+    print(f"\nreplicated no-mark mutant caught in {caught}/{MUTANT_RUNS} runs "
+          f"(a run: up to {4 * MUTANT_HISTORIES_PER_RUN} histories x {THREADS} threads)")
+    figures.add("mutant runs caught (replicated writes that mark nobody)", caught)
     assert caught >= 0.95 * MUTANT_RUNS
