@@ -20,13 +20,21 @@ How.
   replica up to its entry and answers from it: ``unsubscribe`` returns what applying its
   entry to a replica holding exactly the entries before it returned.
 - **A lookup** reads its replica's dirty flag. Clean: it answers from the replica. Dirty: it
-  clears the flag, applies the log up to the hint it reads next, and, if that applied
-  anything, marks every other replica dirty before it answers.
+  sets the flag to *busy*, reads the hint, marks every other replica dirty if the hint is
+  past its replica, applies the log up to that hint, then clears the flag unless a mark came
+  meanwhile.
 - **A thread's first operation** builds its replica from the latest checkpoint (a read-only
   snapshot of some replica at a known entry), registers it for dirty marks, applies the log
   from there and marks every other replica dirty. Every ``checkpoint_every`` entries the
   first replica to apply an entry publishes such a snapshot (O(1), :meth:`CSTrie.
-  read_only_snapshot`), so the log before it can be collected.
+  read_only_snapshot`). A replica holds its place in the log by a weak reference, so the
+  log before the latest checkpoint is freed whatever the threads do; a replica whose place
+  was freed (its thread was idle for more than ``checkpoint_every`` writes) is rebuilt from
+  the checkpoint at its next operation.
+- **A write that fails** in a replica (a subscriber whose ``__eq__`` raises when a hash
+  collision makes a set compare it) is skipped by every replica, and its writer gets the
+  exception: as with :class:`CSTrie`, the trie is as if it had not been called. (Replicas
+  agree on it as long as the subscriber's comparisons are deterministic.)
 
 Why it is linearizable. Writes are ordered by their entries; a lookup that answers from a
 replica holding exactly the entries up to ``e`` is placed after ``e`` and before the entry
@@ -39,11 +47,19 @@ that follows it. That order respects real time because:
    after the mark, so it applied the write. (The flag is cleared before the hint is read,
    both with sequentially consistent atomics: a mark after the clear survives it.)
 2. A lookup that began after another lookup ended holds at least what that one held: an
-   operation that applies an entry marks every replica dirty before it returns (a write
-   before it applies anything, a lookup or a join after), so a later lookup catches up to a
-   hint at least as far.
+   operation marks every replica dirty before anything it applies can be seen (a write
+   after its append, a lookup before its catch-up applies anything, a join before it
+   answers), so a later lookup catches up to a hint at least as far.
 3. A write that began after a lookup ended is not in that lookup's answer: its entry was
    linked after every hint the lookup read.
+
+An exception inside an operation (a signal handler's, say) leaves the flag dirty, so the
+next operation of that thread finishes the catch-up; an entry applied twice that way is
+applied at the same place in the log, where both operations are idempotent. Calls made on
+the same thread *during* an operation (a finalizer run by a garbage collection inside a
+catch-up, which would apply entries out of order) raise ``RuntimeError`` instead, except a
+lookup of a clean replica, which reads a consistent prefix of the log that every replica
+has been marked for.
 
 Progress. Appending and moving the hint are CAS loops in which a failure means another
 thread succeeded (lock-free); marking replicas is bounded by the number of threads; a
@@ -58,9 +74,11 @@ Costs, with ``T`` the threads that have used the trie:
   replica; every other replica pays the same CS-trie write once, at its next operation. So
   writes cost about ``T`` times a CS-trie write in all: replication trades write work for
   reads that share nothing.
-- Memory: ``T`` replicas plus the log since the oldest replica's position and the last
-  checkpoint (at most ``checkpoint_every`` entries while every thread keeps up).
-- A thread's first operation: O(size) to copy the checkpoint.
+- Memory: ``T`` replicas, the last checkpoint, and the log since it (about
+  ``checkpoint_every`` entries, each holding its pattern and subscriber), whatever the
+  threads do.
+- A thread's first operation, and the next operation of a thread idle for more than
+  ``checkpoint_every`` writes: O(size) to copy the checkpoint.
 
 A replica belongs to its thread (``threading.local``) and is dropped with it. Thread-safe on
 both builds; every method is linearizable.
@@ -90,7 +108,7 @@ class _Entry:
     """One write in the log: ``op`` (True: subscribe) on (pattern, subscriber), its number
     ``seq``, and the link to the next entry, set once by CAS."""
 
-    __slots__ = ("seq", "op", "pattern", "subscriber", "next")
+    __slots__ = ("seq", "op", "pattern", "subscriber", "next", "__weakref__")
 
     def __init__(self, op: bool, pattern: Optional[str], subscriber: Hashable) -> None:
         self.seq = 0
@@ -110,15 +128,40 @@ class _Checkpoint:
         self.entry, self.snap = entry, snap
 
 
+class _Failed:
+    """The result of an entry whose write raised in a replica (skipped everywhere)."""
+
+    __slots__ = ("exc",)
+
+    def __init__(self, exc: Exception) -> None:
+        self.exc = exc
+
+
+# The dirty flag's third value: a catch-up is under way (truthy, so that a lookup made on the
+# same thread meanwhile takes the slow path, where ``busy`` refuses it).
+_BUSY = "busy"
+
+
 class _Replica:
-    """A thread's own CS-trie, the last entry applied to it, and its dirty flag (an
-    AtomicRef holding True or False; other threads only ever set it)."""
+    """A thread's own CS-trie and its place in the log: ``at``, a weak reference to the last
+    entry applied, and that entry's ``seq``. ``dirty`` is an AtomicRef holding False, True
+    or ``_BUSY``; other threads only ever set it to True. ``busy`` (this thread only) says
+    that one of its operations is applying entries."""
 
-    __slots__ = ("trie", "pos", "dirty", "__weakref__")
+    __slots__ = ("trie", "at", "seq", "dirty", "busy", "__weakref__")
 
-    def __init__(self, trie: CSTrie, pos: _Entry) -> None:
-        self.trie, self.pos = trie, pos
+    def __init__(self, trie: CSTrie, entry: _Entry) -> None:
+        self.trie = trie
+        self.at = weakref.ref(entry)
+        self.seq = entry.seq
         self.dirty: AtomicRef = AtomicRef(False)
+        self.busy = False
+
+
+def _reentered() -> RuntimeError:
+    return RuntimeError("ReplicatedTrie called on a thread while one of its own operations "
+                        "was applying the log (from a finalizer or a signal handler?): refused, "
+                        "since it would apply entries out of order")
 
 
 class ReplicatedTrie:
@@ -142,8 +185,10 @@ class ReplicatedTrie:
 
     def __init__(self, dialect: DialectLike = Dialect.NATS, *,
                  checkpoint_every: int = CHECKPOINT_EVERY) -> None:
-        if type(checkpoint_every) is not int or checkpoint_every < 1:
-            raise ValueError(f"checkpoint_every must be a positive int, got {checkpoint_every!r}")
+        if type(checkpoint_every) is not int:
+            raise TypeError(f"checkpoint_every must be an int, got {checkpoint_every!r}")
+        if checkpoint_every < 1:
+            raise ValueError(f"checkpoint_every must be at least 1, got {checkpoint_every}")
         self.dialect = Dialect.coerce(dialect)
         self._validate_pattern = pattern_validator(self.dialect)
         head = _Entry(_SUBSCRIBE, None, None)
@@ -156,12 +201,8 @@ class ReplicatedTrie:
 
     # --- replicas ---------------------------------------------------------------------------
 
-    def _mine(self) -> _Replica:
-        """This thread's replica, made on its first use."""
-        try:
-            return self._local.r
-        except AttributeError:
-            pass
+    def _from_checkpoint(self) -> tuple[CSTrie, _Entry]:
+        """A new trie holding the latest checkpoint, and its entry. O(size)."""
         cp = self._base.get()
         trie = CSTrie(self.dialect)
         if cp.snap is not None:
@@ -169,19 +210,33 @@ class ReplicatedTrie:
             for pattern, subs in cp.snap.subscriptions().items():
                 for s in subs:
                     sub(pattern, s)
-        r = _Replica(trie, cp.entry)
+        return trie, cp.entry
+
+    def _mine(self) -> _Replica:
+        """This thread's replica, made on its first use."""
+        try:
+            return self._local.r
+        except AttributeError:
+            pass
+        trie, entry = self._from_checkpoint()
+        r = _Replica(trie, entry)
         # Register before catching up: a write either sees the registration and marks the
-        # replica, or registered... after it read the list, which is after its append, so
-        # the catch-up below applies it.
+        # replica, or read the list before it, which is after its append, so the catch-up
+        # below applies it.
         ref = weakref.ref(r)
         while True:
             regs = self._replicas.get()
             if self._replicas.compare_and_set(regs, (*[w for w in regs if w() is not None],
                                                      ref)):
                 break
-        self._catch_up(r, self._tail.get())
-        # What this replica holds from the checkpoint may not have been marked everywhere
-        # yet (the publisher marks after its catch-up ends): mark (point 2).
+        r.busy = True
+        try:
+            self._catch_up(r, entry, self._tail.get())
+        finally:
+            r.busy = False
+        # What this replica holds may not have been marked everywhere yet (a checkpoint's
+        # publisher marks before its catch-up, but its writers' marks may still be under
+        # way): mark before anything is answered from it (point 2).
         self._mark_others(r)
         self._local.r = r
         return r
@@ -193,23 +248,35 @@ class ReplicatedTrie:
             if r is not None and r is not me:
                 r.dirty.set(True)
 
-    def _catch_up(self, r: _Replica, upto: _Entry) -> object:
-        """Apply to ``r`` the entries after its position up to ``upto``; return the last
-        result (None if nothing was applied). Only ``r``'s thread calls it."""
+    def _place(self, r: _Replica) -> _Entry:
+        """The last entry applied to ``r`` (held strongly by the caller from here on); if it
+        was freed (the log moved past it), ``r`` is rebuilt from the latest checkpoint."""
+        e = r.at()
+        if e is None:
+            r.trie, e = self._from_checkpoint()
+            r.at, r.seq = weakref.ref(e), e.seq
+        return e
+
+    def _catch_up(self, r: _Replica, e: _Entry, upto: _Entry) -> object:
+        """Apply to ``r``, whose last applied entry is ``e``, the entries up to ``upto``;
+        return the last result (None if nothing was applied; a :class:`_Failed` if that
+        write raised). Only ``r``'s thread calls it, with ``r.busy`` set."""
         trie = r.trie
-        e = r.pos
         target = upto.seq
         res: object = None
         every = self._every
         while e.seq < target:
             e = e.next.get()
-            # Both operations are idempotent, so an entry applied twice (after an exception
-            # between the apply and the position update) leaves the same state.
-            if e.op:
-                res = trie.subscribe(e.pattern, e.subscriber)
-            else:
-                res = trie.unsubscribe(e.pattern, e.subscriber)
-            r.pos = e
+            # An exception before the place is updated re-applies e at the next operation:
+            # at the same place in the log, where both operations are idempotent.
+            try:
+                if e.op:
+                    res = trie.subscribe(e.pattern, e.subscriber)
+                else:
+                    res = trie.unsubscribe(e.pattern, e.subscriber)
+            except Exception as exc:  # the same in every replica: skipped by all
+                res = _Failed(exc)
+            r.at, r.seq = weakref.ref(e), e.seq
             if e.seq % every == 0:
                 self._checkpoint(r, e)
         return res
@@ -229,17 +296,31 @@ class ReplicatedTrie:
         except AttributeError:
             return self._mine()
         if r.dirty.get():
-            r.dirty.set(False)  # before the hint is read: a mark after this survives
-            before = r.pos
-            self._catch_up(r, self._tail.get())
-            if r.pos is not before:
-                self._mark_others(r)  # point 2: before answering
+            if r.busy:
+                raise _reentered()
+            r.dirty.set(_BUSY)  # before the hint is read: a mark after this survives
+            upto = self._tail.get()
+            r.busy = True
+            try:
+                if upto.seq > r.seq:
+                    e = self._place(r)
+                    self._mark_others(r)  # point 2: before anything new can be seen
+                    self._catch_up(r, e, upto)
+            except BaseException:
+                r.dirty.set(True)  # the next operation finishes the catch-up and the marks
+                raise
+            finally:
+                r.busy = False
+            r.dirty.compare_and_set(_BUSY, False)  # unless a mark came meanwhile
         return r
 
     # --- writes -----------------------------------------------------------------------------
 
     def _write(self, op: bool, pattern: str, subscriber: Hashable) -> object:
         r = self._mine()
+        if r.busy:
+            raise _reentered()
+        start = self._place(r)  # held: the log from here stays until this write is applied
         e = _Entry(op, pattern, subscriber)
         t = self._tail.get()
         while True:  # append: link e after the last entry
@@ -256,7 +337,14 @@ class ReplicatedTrie:
                 break
         self._mark_others(r)
         # The entries before e, then e itself: the last result is e's.
-        return self._catch_up(r, e)
+        r.busy = True
+        try:
+            res = self._catch_up(r, start, e)
+        finally:
+            r.busy = False
+        if type(res) is _Failed:
+            raise res.exc
+        return res
 
     def subscribe(self, pattern: str, subscriber: Hashable) -> None:
         """Add ``subscriber`` to ``pattern`` (idempotent). Raises ``TypeError`` /
@@ -293,10 +381,14 @@ class ReplicatedTrie:
         return len(self._refresh().trie)
 
     def check(self) -> None:
-        """Raise AssertionError if this thread's replica or the log is malformed."""
+        """Raise AssertionError if this thread's replica or the log is malformed. Call it
+        when no operation runs (a write landing meanwhile may move the hint past the end
+        this check read)."""
         r = self._refresh()
         r.trie.check()
-        e, seq = r.pos, r.pos.seq
+        e = self._place(r)
+        seq = e.seq
+        assert seq == r.seq, f"the replica is at {r.seq}, its entry says {seq}"
         while True:
             nxt = e.next.get()
             if nxt is None:

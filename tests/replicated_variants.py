@@ -1,16 +1,18 @@
 """Deliberately broken variants of ReplicatedTrie's steps, each dropping one thing its
 linearizability argument (ctrie/replicated.py) relies on. Tests install one with
 ``monkeypatch.setattr(ReplicatedTrie, name, variant)`` to show that their schedule catches it.
+Each is a copy of the method it replaces with that one thing changed.
 """
 
 from __future__ import annotations
 
-from ctrie.replicated import _Entry
+from ctrie.replicated import _BUSY, _Entry, _Failed
 
 
 def write_without_marks(self, op, pattern, subscriber):
     """``_write`` that marks no other replica (breaks point 1)."""
     r = self._mine()
+    start = self._place(r)
     e = _Entry(op, pattern, subscriber)
     t = self._tail.get()
     while True:
@@ -25,32 +27,47 @@ def write_without_marks(self, op, pattern, subscriber):
         h = self._tail.get()
         if h.seq >= e.seq or self._tail.compare_and_set(h, e):
             break
-    return self._catch_up(r, e)
+    r.busy = True
+    try:
+        res = self._catch_up(r, start, e)
+    finally:
+        r.busy = False
+    if type(res) is _Failed:
+        raise res.exc
+    return res
+
+
+def _refresh(self, mark: bool, clear_first: bool):
+    try:
+        r = self._local.r
+    except AttributeError:
+        return self._mine()
+    if r.dirty.get():
+        if clear_first:
+            r.dirty.set(_BUSY)
+            upto = self._tail.get()
+        else:
+            upto = self._tail.get()
+            r.dirty.set(_BUSY)
+        r.busy = True
+        try:
+            if upto.seq > r.seq:
+                e = self._place(r)
+                if mark:
+                    self._mark_others(r)
+                self._catch_up(r, e, upto)
+        finally:
+            r.busy = False
+        r.dirty.compare_and_set(_BUSY, False)
+    return r
 
 
 def refresh_without_marks(self):
-    """``_refresh`` that does not mark the others after applying entries (breaks point 2)."""
-    try:
-        r = self._local.r
-    except AttributeError:
-        return self._mine()
-    if r.dirty.get():
-        r.dirty.set(False)
-        self._catch_up(r, self._tail.get())
-    return r
+    """``_refresh`` that does not mark the others before it applies entries (breaks
+    point 2)."""
+    return _refresh(self, mark=False, clear_first=True)
 
 
 def refresh_clearing_late(self):
-    """``_refresh`` that reads the hint, then clears its flag (a mark in between is lost)."""
-    try:
-        r = self._local.r
-    except AttributeError:
-        return self._mine()
-    if r.dirty.get():
-        upto = self._tail.get()
-        r.dirty.set(False)
-        before = r.pos
-        self._catch_up(r, upto)
-        if r.pos is not before:
-            self._mark_others(r)
-    return r
+    """``_refresh`` that reads the hint, then sets its flag (a mark in between is lost)."""
+    return _refresh(self, mark=True, clear_first=False)

@@ -234,3 +234,159 @@ def test_lookups_share_no_trie_between_threads():
     mine = t._local.r.trie
     assert tries[0][1] is not tries[1][1] and mine not in (tries[0][1], tries[1][1])
     assert replicated_module.CHECKPOINT_EVERY >= 1
+
+
+# --- found by an adversarial review: exceptions, re-entrant calls, failing writes, idle threads
+
+
+class _RaiseOnce:
+    """Stands in for an AtomicRef: the first ``get()`` made by ``thread`` raises ``exc`` (as
+    a signal handler's exception arriving at that point would)."""
+
+    def __init__(self, ref, thread: threading.Thread, exc: BaseException) -> None:
+        self.ref, self.thread, self.exc = ref, thread, exc
+
+    def get(self):
+        if self.exc is not None and threading.current_thread() is self.thread:
+            exc, self.exc = self.exc, None
+            raise exc
+        return self.ref.get()
+
+    def __getattr__(self, name):
+        return getattr(self.ref, name)
+
+
+def test_an_exception_inside_a_catch_up_loses_no_write():
+    """W's subscribe completes (marking the main thread's replica); the main thread's next
+    lookup is interrupted inside its catch-up. Every later lookup began after W returned,
+    so each must answer {w}."""
+    t = ReplicatedTrie()
+    assert t.lookup("a") == frozenset()
+    last = t._tail.get()  # the main thread's replica is at this entry
+    _in_thread(lambda: t.subscribe("a", "w"))
+    last.next = _RaiseOnce(last.next, threading.current_thread(), KeyboardInterrupt())
+    with pytest.raises(KeyboardInterrupt):
+        t.lookup("a")
+    assert [t.lookup("a"), len(t), t.subscriptions()] == [{"w"}, 1, {"a": {"w"}}]
+
+
+def test_an_exception_before_the_marks_lets_no_one_see_less_later(monkeypatch):
+    """W appends 'a' -> w and parks before its marks. The main thread's dirty lookup is
+    interrupted where it marks the other replicas; its retry answers {w}; B's lookup, which
+    begins after that, must answer {w} too."""
+    t = ReplicatedTrie()
+    b, w = _Reader(t), _Reader(t, name="W")
+    for x in (b, w):
+        assert x.lookup("a") == frozenset()
+    assert t.lookup("a") == frozenset()
+    t.subscribe("x", 0)  # the main thread writes: B and W are dirty ...
+    assert b.lookup("a") == frozenset()  # ... and B is clean again
+    parked, go = threading.Event(), threading.Event()
+    original = ReplicatedTrie._mark_others
+
+    def mark(self, me):
+        if threading.current_thread().name == "W":
+            parked.set()
+            assert go.wait(30)
+        return original(self, me)
+
+    monkeypatch.setattr(ReplicatedTrie, "_mark_others", mark)
+    _, written = w.start(lambda: t.subscribe("a", "w"))
+    assert parked.wait(30)
+    t._local.r.dirty.set(True)  # as an earlier write by another thread would leave it
+    monkeypatch.setattr(t, "_replicas", _RaiseOnce(t._replicas, threading.current_thread(),
+                                                   KeyboardInterrupt()), raising=False)
+    with pytest.raises(KeyboardInterrupt):
+        t.lookup("a")
+    assert t.lookup("a") == {"w"}
+    assert b.lookup("a") == {"w"}
+    go.set()
+    assert written.wait(30)
+
+
+def test_a_call_from_inside_a_catch_up_is_refused_and_leaves_the_replica_right():
+    """A finalizer run by a garbage collection inside the main thread's catch-up of W's
+    subscribe('b', 1) unsubscribes ('b', 1): applied there, it would apply the log out of
+    order. It is refused; the main thread's answers stay those of the log."""
+    t = ReplicatedTrie()
+    assert t.lookup("b") == frozenset()
+    last = t._tail.get()
+    _in_thread(lambda: t.subscribe("b", 1))
+    nested: list = []
+
+    class _Finalizer:
+        def __init__(self, ref) -> None:
+            self.ref, self.armed = ref, True
+
+        def get(self):
+            if self.armed:
+                self.armed = False
+                try:
+                    nested.append(t.unsubscribe("b", 1))
+                except RuntimeError as exc:
+                    nested.append(exc)
+            return self.ref.get()
+
+        def __getattr__(self, name):
+            return getattr(self.ref, name)
+
+    last.next = _Finalizer(last.next)
+    assert t.lookup("b") == {1}
+    assert isinstance(nested[0], RuntimeError) and "finalizer" in str(nested[0])
+    assert t.unsubscribe("b", 1) is True
+    assert [t.lookup("b"), len(t), _in_thread(lambda: t.lookup("b"))] == [frozenset(), 0,
+                                                                           frozenset()]
+
+
+class _Touchy:
+    """A subscriber equal only to itself, whose comparison with anything else raises, and
+    whose hash collides with 1's: a set holding 1 must compare them."""
+
+    def __hash__(self) -> int:
+        return hash(1)
+
+    def __eq__(self, other: object) -> bool:
+        if other is self:
+            return True
+        raise TypeError("cannot compare a _Touchy")
+
+
+def test_a_write_that_fails_changes_nothing_and_stops_no_one():
+    """As CSTrie does, the subscribe raises to its caller with the trie unchanged; the other
+    threads go on (their catch-ups skip the failed entry), new threads join."""
+    t = ReplicatedTrie(checkpoint_every=2)
+    t.subscribe("a", 1)
+    other = _Reader(t)
+    assert other.lookup("a") == {1}
+    with pytest.raises(TypeError, match="_Touchy"):
+        t.subscribe("a", _Touchy())
+    assert t.lookup("a") == {1} and other.lookup("a") == {1}
+    other.call(lambda: t.subscribe("c", 3))
+    assert t.subscriptions() == {"a": {1}, "c": {3}} == _in_thread(t.subscriptions)
+    assert len(t) == 2
+
+
+def test_an_idle_thread_does_not_pin_the_log():
+    """A thread that used the trie once and stays alive holds no entry: after many writes
+    the live entries are about one checkpoint interval, and its next lookup (from the
+    checkpoint) is right."""
+    from ctrie.replicated import _Entry
+
+    t = ReplicatedTrie(checkpoint_every=16)
+    idle = _Reader(t)
+    assert idle.lookup("p.1") == frozenset()
+    for i in range(2000):
+        t.subscribe(f"p.{i % 40}", i)
+        t.unsubscribe(f"p.{(i * 7) % 40}", i - 1)
+    gc.collect()
+    live = sum(type(o) is _Entry for o in gc.get_objects())
+    assert live <= 3 * 16, f"{live} log entries alive"
+    assert idle.call(t.subscriptions) == t.subscriptions()
+    assert idle.lookup("p.1") == t.lookup("p.1")
+
+
+def test_checkpoint_every_is_checked():
+    with pytest.raises(TypeError, match="checkpoint_every"):
+        ReplicatedTrie(checkpoint_every="3")
+    with pytest.raises(ValueError, match="checkpoint_every"):
+        ReplicatedTrie(checkpoint_every=0)
