@@ -316,14 +316,11 @@ class ReplicatedTrie:
 
     # --- writes -----------------------------------------------------------------------------
 
-    def _write(self, op: bool, pattern: str, subscriber: Hashable) -> object:
-        r = self._mine()
-        if r.busy:
-            raise _reentered()
-        start = self._place(r)  # held: the log from here stays until this write is applied
-        e = _Entry(op, pattern, subscriber)
+    def _append(self, e: _Entry) -> _Entry:
+        """Link ``e`` after the last entry (its linearization point), then move the hint up
+        to it. Lock-free: a failed CAS means another append succeeded."""
         t = self._tail.get()
-        while True:  # append: link e after the last entry
+        while True:
             nxt = t.next.get()
             if nxt is None:
                 e.seq = t.seq + 1  # e is not visible yet: a plain write
@@ -334,7 +331,14 @@ class ReplicatedTrie:
         while True:  # move the hint up to e, unless someone moved it past
             h = self._tail.get()
             if h.seq >= e.seq or self._tail.compare_and_set(h, e):
-                break
+                return e
+
+    def _write(self, op: bool, pattern: str, subscriber: Hashable) -> object:
+        r = self._mine()
+        if r.busy:
+            raise _reentered()
+        start = self._place(r)  # held: the log from here stays until this write is applied
+        e = self._append(_Entry(op, pattern, subscriber))
         self._mark_others(r)
         # The entries before e, then e itself: the last result is e's.
         r.busy = True

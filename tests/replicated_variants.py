@@ -13,20 +13,7 @@ def write_without_marks(self, op, pattern, subscriber):
     """``_write`` that marks no other replica (breaks point 1)."""
     r = self._mine()
     start = self._place(r)
-    e = _Entry(op, pattern, subscriber)
-    t = self._tail.get()
-    while True:
-        nxt = t.next.get()
-        if nxt is None:
-            e.seq = t.seq + 1
-            if t.next.compare_and_set(None, e):
-                break
-            continue
-        t = nxt
-    while True:
-        h = self._tail.get()
-        if h.seq >= e.seq or self._tail.compare_and_set(h, e):
-            break
+    e = self._append(_Entry(op, pattern, subscriber))
     r.busy = True
     try:
         res = self._catch_up(r, start, e)

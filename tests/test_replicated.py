@@ -68,6 +68,22 @@ class _Reader:
         return self.call(lambda: self.t.lookup(topic))
 
 
+def _park_at_marks(name: str, monkeypatch) -> tuple[threading.Event, threading.Event]:
+    """Make the thread called ``name`` park where it would mark the other replicas: it sets
+    the first event and waits for the second before marking."""
+    parked, go = threading.Event(), threading.Event()
+    original = ReplicatedTrie._mark_others
+
+    def mark(self, me):
+        if threading.current_thread().name == name:
+            parked.set()
+            assert go.wait(30)
+        return original(self, me)
+
+    monkeypatch.setattr(ReplicatedTrie, "_mark_others", mark)
+    return parked, go
+
+
 @pytest.mark.parametrize("variant", ["as is", "lookups do not mark"])
 def test_what_one_lookup_saw_a_later_lookup_sees(variant, monkeypatch):
     """W appends 'a' -> w and moves the hint, then parks before marking anyone. Reader A,
@@ -83,16 +99,7 @@ def test_what_one_lookup_saw_a_later_lookup_sees(variant, monkeypatch):
     t.subscribe("x", 0)  # marks A, B and W dirty
     assert b.lookup("a") == frozenset()  # B catches up (and is clean again)
 
-    parked, go = threading.Event(), threading.Event()
-    original = ReplicatedTrie._mark_others
-
-    def mark(self, me):
-        if threading.current_thread().name == "W":
-            parked.set()
-            assert go.wait(30)
-        return original(self, me)
-
-    monkeypatch.setattr(ReplicatedTrie, "_mark_others", mark)
+    parked, go = _park_at_marks("W", monkeypatch)
     _, written = w.start(lambda: t.subscribe("a", "w"))
     assert parked.wait(30)
     assert t._tail.get().pattern == "a", "W parked before its entry was in the log"
@@ -281,16 +288,7 @@ def test_an_exception_before_the_marks_lets_no_one_see_less_later(monkeypatch):
     assert t.lookup("a") == frozenset()
     t.subscribe("x", 0)  # the main thread writes: B and W are dirty ...
     assert b.lookup("a") == frozenset()  # ... and B is clean again
-    parked, go = threading.Event(), threading.Event()
-    original = ReplicatedTrie._mark_others
-
-    def mark(self, me):
-        if threading.current_thread().name == "W":
-            parked.set()
-            assert go.wait(30)
-        return original(self, me)
-
-    monkeypatch.setattr(ReplicatedTrie, "_mark_others", mark)
+    parked, go = _park_at_marks("W", monkeypatch)
     _, written = w.start(lambda: t.subscribe("a", "w"))
     assert parked.wait(30)
     t._local.r.dirty.set(True)  # as an earlier write by another thread would leave it
