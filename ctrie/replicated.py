@@ -24,17 +24,19 @@ How.
   past its replica, applies the log up to that hint, then clears the flag unless a mark came
   meanwhile.
 - **A thread's first operation** builds its replica from the latest checkpoint (a read-only
-  snapshot of some replica at a known entry), registers it for dirty marks, applies the log
-  from there and marks every other replica dirty. Every ``checkpoint_every`` entries the
+  snapshot of some replica at a known entry), registers it for dirty marks, reads the hint,
+  marks every other replica dirty and applies the log up to that hint. Every ``checkpoint_every`` entries the
   first replica to apply an entry publishes such a snapshot (O(1), :meth:`CSTrie.
   read_only_snapshot`). A replica holds its place in the log by a weak reference, so the
   log before the latest checkpoint is freed whatever the threads do; a replica whose place
   was freed (its thread was idle for more than ``checkpoint_every`` writes) is rebuilt from
   the checkpoint at its next operation.
-- **A write that fails** in a replica (a subscriber whose ``__eq__`` raises when a hash
-  collision makes a set compare it) is skipped by every replica, and its writer gets the
-  exception: as with :class:`CSTrie`, the trie is as if it had not been called. (Replicas
-  agree on it as long as the subscriber's comparisons are deterministic.)
+- **Subscribers must compare without raising** (``==`` between any two of them, as dict
+  keys must): replicas never skip an entry, so a comparison that raises inside a catch-up
+  is raised by the operation that met it, and that thread's next operation tries again.
+  (A plain :class:`CSTrie` raises such an error to the writer alone; here every thread
+  meets the entry. Skipping it instead would let replicas disagree: two replicas may
+  store one set differently, and so compare different members.)
 
 Why it is linearizable. Writes are ordered by their entries; a lookup that answers from a
 replica holding exactly the entries up to ``e`` is placed after ``e`` and before the entry
@@ -42,24 +44,28 @@ that follows it. That order respects real time because:
 
 1. A write completed before a lookup began is in the lookup's replica: the write marked the
    replica dirty after it moved the hint past its entry. Either the flag is still set when
-   the lookup reads it (and the lookup applies up to a hint read after it cleared the flag),
-   or an earlier catch-up of the same thread cleared it, and that catch-up read the hint
-   after the mark, so it applied the write. (The flag is cleared before the hint is read,
-   both with sequentially consistent atomics: a mark after the clear survives it.)
+   the lookup reads it (and the lookup applies up to a hint read after that), or an
+   earlier catch-up of the same thread took the mark away, and that catch-up read the hint
+   after the mark, so it applied the write. (A catch-up sets the flag to busy before it
+   reads the hint and ends with a compare-and-set from busy to clean, all sequentially
+   consistent atomics: a mark that lands after the busy survives the catch-up.)
 2. A lookup that began after another lookup ended holds at least what that one held: an
-   operation marks every replica dirty before anything it applies can be seen (a write
-   after its append, a lookup before its catch-up applies anything, a join before it
-   answers), so a later lookup catches up to a hint at least as far.
+   operation marks every replica dirty before it applies anything (a write after its
+   append, a lookup or a join after it read the hint), so every state a replica or a
+   checkpoint reaches was marked for beforehand, and a later lookup catches up to a hint at
+   least as far. (A replica rebuilt from a checkpoint reaches a state its publisher marked
+   for.)
 3. A write that began after a lookup ended is not in that lookup's answer: its entry was
    linked after every hint the lookup read.
 
 An exception inside an operation (a signal handler's, say) leaves the flag dirty, so the
 next operation of that thread finishes the catch-up; an entry applied twice that way is
 applied at the same place in the log, where both operations are idempotent. Calls made on
-the same thread *during* an operation (a finalizer run by a garbage collection inside a
-catch-up, which would apply entries out of order) raise ``RuntimeError`` instead, except a
-lookup of a clean replica, which reads a consistent prefix of the log that every replica
-has been marked for.
+the same thread *during* an operation that applies entries (a finalizer run by a garbage
+collection there, which would apply entries out of order) raise ``RuntimeError`` instead,
+except a lookup of a clean replica, which reads a prefix of the log that every replica has
+been marked for. An exception leaves no reference to the log behind it (the frames it
+carries drop theirs), so keeping it does not keep the log.
 
 Progress. Appending and moving the hint are CAS loops in which a failure means another
 thread succeeded (lock-free); marking replicas is bounded by the number of threads; a
@@ -76,7 +82,9 @@ Costs, with ``T`` the threads that have used the trie:
   reads that share nothing.
 - Memory: ``T`` replicas, the last checkpoint, and the log since it (about
   ``checkpoint_every`` entries, each holding its pattern and subscriber), whatever the
-  threads do.
+  threads do between operations. (A thread stopped in the middle of a write keeps the log
+  from its place until it goes on, as a CS-trie writer stopped in a GCAS keeps what it
+  read.)
 - A thread's first operation, and the next operation of a thread idle for more than
   ``checkpoint_every`` writes: O(size) to copy the checkpoint.
 
@@ -126,15 +134,6 @@ class _Checkpoint:
 
     def __init__(self, entry: _Entry, snap: Optional[CSTrie]) -> None:
         self.entry, self.snap = entry, snap
-
-
-class _Failed:
-    """The result of an entry whose write raised in a replica (skipped everywhere)."""
-
-    __slots__ = ("exc",)
-
-    def __init__(self, exc: Exception) -> None:
-        self.exc = exc
 
 
 # The dirty flag's third value: a catch-up is under way (truthy, so that a lookup made on the
@@ -231,13 +230,12 @@ class ReplicatedTrie:
                 break
         r.busy = True
         try:
-            self._catch_up(r, entry, self._tail.get())
+            upto = self._tail.get()
+            self._mark_others(r)  # point 2: before the catch-up applies anything
+            self._catch_up(r, entry, upto)
         finally:
             r.busy = False
-        # What this replica holds may not have been marked everywhere yet (a checkpoint's
-        # publisher marks before its catch-up, but its writers' marks may still be under
-        # way): mark before anything is answered from it (point 2).
-        self._mark_others(r)
+            entry = upto = None  # a kept exception must not keep the log
         self._local.r = r
         return r
 
@@ -259,26 +257,26 @@ class ReplicatedTrie:
 
     def _catch_up(self, r: _Replica, e: _Entry, upto: _Entry) -> object:
         """Apply to ``r``, whose last applied entry is ``e``, the entries up to ``upto``;
-        return the last result (None if nothing was applied; a :class:`_Failed` if that
-        write raised). Only ``r``'s thread calls it, with ``r.busy`` set."""
+        return the last result (None if nothing was applied). Only ``r``'s thread calls
+        it, with ``r.busy`` set. An exception leaves ``r`` at the last entry applied."""
         trie = r.trie
         target = upto.seq
         res: object = None
         every = self._every
-        while e.seq < target:
-            e = e.next.get()
-            # An exception before the place is updated re-applies e at the next operation:
-            # at the same place in the log, where both operations are idempotent.
-            try:
+        try:
+            while e.seq < target:
+                e = e.next.get()
+                # An exception before the place is updated re-applies e at the next
+                # operation: at the same place in the log, where both are idempotent.
                 if e.op:
                     res = trie.subscribe(e.pattern, e.subscriber)
                 else:
                     res = trie.unsubscribe(e.pattern, e.subscriber)
-            except Exception as exc:  # the same in every replica: skipped by all
-                res = _Failed(exc)
-            r.at, r.seq = weakref.ref(e), e.seq
-            if e.seq % every == 0:
-                self._checkpoint(r, e)
+                r.at, r.seq = weakref.ref(e), e.seq
+                if e.seq % every == 0:
+                    self._checkpoint(r, e)
+        finally:
+            e = upto = None  # a kept exception must not keep the log
         return res
 
     def _checkpoint(self, r: _Replica, e: _Entry) -> None:
@@ -298,19 +296,21 @@ class ReplicatedTrie:
         if r.dirty.get():
             if r.busy:
                 raise _reentered()
-            r.dirty.set(_BUSY)  # before the hint is read: a mark after this survives
-            upto = self._tail.get()
             r.busy = True
+            r.dirty.set(_BUSY)  # before the hint is read: a mark after this survives
             try:
+                upto = self._tail.get()
                 if upto.seq > r.seq:
-                    e = self._place(r)
-                    self._mark_others(r)  # point 2: before anything new can be seen
-                    self._catch_up(r, e, upto)
+                    # Point 2: mark before anything new can be seen (a rebuild reaches a
+                    # state its checkpoint's publisher marked for).
+                    self._mark_others(r)
+                    self._catch_up(r, self._place(r), upto)
             except BaseException:
                 r.dirty.set(True)  # the next operation finishes the catch-up and the marks
                 raise
             finally:
                 r.busy = False
+                upto = None  # a kept exception must not keep the log
             r.dirty.compare_and_set(_BUSY, False)  # unless a mark came meanwhile
         return r
 
@@ -337,18 +337,22 @@ class ReplicatedTrie:
         r = self._mine()
         if r.busy:
             raise _reentered()
-        start = self._place(r)  # held: the log from here stays until this write is applied
-        e = self._append(_Entry(op, pattern, subscriber))
-        self._mark_others(r)
-        # The entries before e, then e itself: the last result is e's.
-        r.busy = True
+        r.busy = True  # from here: a call made on this thread meanwhile is refused
         try:
-            res = self._catch_up(r, start, e)
+            # Held: the log from here stays until this write is applied.
+            start = self._place(r)
+            e = self._append(_Entry(op, pattern, subscriber))
+            self._mark_others(r)
+            # The entries before e, then e itself: the last result is e's.
+            return self._catch_up(r, start, e)
+        except BaseException:
+            # Not caught up to the log (maybe not to e): the next lookup of this thread
+            # catches up first.
+            r.dirty.set(True)
+            raise
         finally:
             r.busy = False
-        if type(res) is _Failed:
-            raise res.exc
-        return res
+            start = e = None  # a kept exception must not keep the log
 
     def subscribe(self, pattern: str, subscriber: Hashable) -> None:
         """Add ``subscriber`` to ``pattern`` (idempotent). Raises ``TypeError`` /

@@ -6,22 +6,19 @@ Each is a copy of the method it replaces with that one thing changed.
 
 from __future__ import annotations
 
-from ctrie.replicated import _BUSY, _Entry, _Failed
+from ctrie.replicated import _BUSY, _Entry
 
 
 def write_without_marks(self, op, pattern, subscriber):
     """``_write`` that marks no other replica (breaks point 1)."""
     r = self._mine()
-    start = self._place(r)
-    e = self._append(_Entry(op, pattern, subscriber))
     r.busy = True
     try:
-        res = self._catch_up(r, start, e)
+        start = self._place(r)
+        e = self._append(_Entry(op, pattern, subscriber))
+        return self._catch_up(r, start, e)
     finally:
         r.busy = False
-    if type(res) is _Failed:
-        raise res.exc
-    return res
 
 
 def _refresh(self, mark: bool, clear_first: bool):
@@ -39,10 +36,9 @@ def _refresh(self, mark: bool, clear_first: bool):
         r.busy = True
         try:
             if upto.seq > r.seq:
-                e = self._place(r)
                 if mark:
                     self._mark_others(r)
-                self._catch_up(r, e, upto)
+                self._catch_up(r, self._place(r), upto)
         finally:
             r.busy = False
         r.dirty.compare_and_set(_BUSY, False)

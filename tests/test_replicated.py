@@ -256,6 +256,7 @@ class _RaiseOnce:
     def get(self):
         if self.exc is not None and threading.current_thread() is self.thread:
             exc, self.exc = self.exc, None
+            del self  # the exception's traceback keeps this frame: not the log through it
             raise exc
         return self.ref.get()
 
@@ -349,19 +350,49 @@ class _Touchy:
         raise TypeError("cannot compare a _Touchy")
 
 
-def test_a_write_that_fails_changes_nothing_and_stops_no_one():
-    """As CSTrie does, the subscribe raises to its caller with the trie unchanged; the other
-    threads go on (their catch-ups skip the failed entry), new threads join."""
+def test_a_subscriber_whose_comparison_raises_is_never_skipped():
+    """Documented: subscribers must compare without raising. One that does is met by every
+    thread that catches up past its entry, which raises the error (and tries again at its
+    next operation); no thread answers as if the entry had been skipped, so no two
+    replicas disagree."""
     t = ReplicatedTrie(checkpoint_every=2)
     t.subscribe("a", 1)
     other = _Reader(t)
     assert other.lookup("a") == {1}
     with pytest.raises(TypeError, match="_Touchy"):
         t.subscribe("a", _Touchy())
-    assert t.lookup("a") == {1} and other.lookup("a") == {1}
-    other.call(lambda: t.subscribe("c", 3))
-    assert t.subscriptions() == {"a": {1}, "c": {3}} == _in_thread(t.subscriptions)
-    assert len(t) == 2
+    for _ in range(2):
+        with pytest.raises(TypeError, match="_Touchy"):
+            other.lookup("a")
+        with pytest.raises(TypeError, match="_Touchy"):
+            t.lookup("a")
+
+
+def test_an_exception_inside_a_replica_write_is_not_taken_for_a_failed_write():
+    """A signal handler's exception (or a RecursionError) raised inside the trie write that
+    applies W's entry to the main thread's replica: the entry is applied at the next
+    operation, not skipped."""
+    t = ReplicatedTrie()
+    assert t.lookup("a") == frozenset()
+    _in_thread(lambda: t.subscribe("a", "w"))
+    replica = t._local.r.trie
+    calls = []
+
+    class _Interrupting:
+        def __getattr__(self, name):
+            if name == "subscribe" and not calls:
+                calls.append(name)
+
+                def interrupted(*args):
+                    raise TimeoutError("a deadline's handler")
+                return interrupted
+            return getattr(replica, name)
+
+    t._local.r.trie = _Interrupting()
+    with pytest.raises(TimeoutError):
+        t.lookup("a")
+    t._local.r.trie = replica  # the stand-in changed nothing in it
+    assert t.lookup("a") == {"w"} and len(t) == 1
 
 
 def test_an_idle_thread_does_not_pin_the_log():
@@ -388,3 +419,104 @@ def test_checkpoint_every_is_checked():
         ReplicatedTrie(checkpoint_every="3")
     with pytest.raises(ValueError, match="checkpoint_every"):
         ReplicatedTrie(checkpoint_every=0)
+
+
+class _RunOnce:
+    """Stands in for an AtomicRef: the first ``get()`` runs ``action`` first."""
+
+    def __init__(self, ref, action) -> None:
+        self.ref, self.action = ref, action
+
+    def get(self):
+        action, self.action = self.action, None
+        if action is not None:
+            action()
+        return self.ref.get()
+
+    def __getattr__(self, name):
+        return getattr(self.ref, name)
+
+
+def test_a_call_made_between_a_writes_append_and_its_catch_up_is_refused(monkeypatch):
+    """A finalizer runs where the write reads the replica list to mark the others (after
+    its append, before its catch-up) and writes too: refused, or the outer write would
+    re-apply the log from before the nested entry."""
+    t = ReplicatedTrie()
+    t.subscribe("p", 1)
+    assert _in_thread(lambda: t.lookup("p")) == {1}
+    nested: list = []
+
+    def finalizer() -> None:
+        try:
+            nested.append(t.subscribe("other", 2))
+        except RuntimeError as exc:
+            nested.append(exc)
+
+    monkeypatch.setattr(t, "_replicas", _RunOnce(t._replicas, finalizer), raising=False)
+    assert t.unsubscribe("p", 1) is True
+    assert isinstance(nested[0], RuntimeError)
+    assert [t.lookup("p"), t.lookup("other"), len(t)] == [frozenset(), frozenset(), 0]
+
+
+def test_a_rebuilt_replica_interrupted_at_its_marks_lets_no_one_see_less_later(monkeypatch):
+    """Checkpoints at every entry. The main thread falls behind the checkpoint (its place is
+    freed). W subscribes 'a' -> w and parks before its marks; C joins, which would apply W's
+    entry and could publish a checkpoint holding it, and parks at its marks. The main
+    thread's lookup (dirty) meets an exception where it marks the others; its retry answers
+    {w}, so B, which looks up after that, must answer {w} too."""
+    t = ReplicatedTrie(checkpoint_every=1)
+    b, w, c = _Reader(t), _Reader(t, name="W"), _Reader(t, name="C")
+    for x in (t, b, w):
+        assert (x.lookup("a") if x is t else x.lookup("a")) == frozenset()
+    w.call(lambda: t.subscribe("y", 0))  # checkpoint at 1: the main thread's place is freed
+    assert b.lookup("a") == frozenset()  # B is clean
+    gc.collect()
+    assert t._local.r.at() is None and t._local.r.dirty.get() is True
+    gates = {n: (threading.Event(), threading.Event()) for n in "WC"}
+    original = ReplicatedTrie._mark_others
+
+    def mark(self, me):
+        gate = gates.get(threading.current_thread().name)
+        if gate is not None and not gate[1].is_set():
+            gate[0].set()
+            assert gate[1].wait(30)
+        return original(self, me)
+
+    monkeypatch.setattr(ReplicatedTrie, "_mark_others", mark)
+    _, written = w.start(lambda: t.subscribe("a", "w"))
+    assert gates["W"][0].wait(30)
+    _, joined = c.start(lambda: t.lookup("a"))
+    assert gates["C"][0].wait(30)
+    monkeypatch.setattr(t, "_replicas", _RaiseOnce(t._replicas, threading.current_thread(),
+                                                   KeyboardInterrupt()), raising=False)
+    with pytest.raises(KeyboardInterrupt):
+        t.lookup("a")
+    seen_by_main = t.lookup("a")
+    seen_by_b = b.lookup("a")
+    for gate in gates.values():
+        gate[1].set()
+    assert written.wait(30) and joined.wait(30)
+    assert seen_by_main == {"w"} and seen_by_b == {"w"}
+
+
+def test_a_kept_exception_does_not_keep_the_log():
+    """An exception raised out of a write's catch-up and kept (as a Future keeps it) holds
+    no log entry: after many more writes the log is about one checkpoint interval."""
+    from ctrie.replicated import _Entry
+
+    t = ReplicatedTrie(checkpoint_every=16)
+    t.subscribe("a", 1)
+    last = t._tail.get()
+    _in_thread(lambda: t.subscribe("b", 2))  # the main thread is one entry behind
+    last.next = _RaiseOnce(last.next, threading.current_thread(), KeyboardInterrupt())
+    del last
+    try:
+        t.subscribe("c", 3)
+    except KeyboardInterrupt as exc:
+        kept = exc
+    for i in range(500):
+        t.subscribe(f"p.{i % 20}", i)
+    gc.collect()
+    live = sum(type(o) is _Entry for o in gc.get_objects())
+    assert kept.__traceback__ is not None and live <= 3 * 16, f"{live} log entries alive"
+    assert t.lookup("c") == {3} and t.lookup("b") == {2}
