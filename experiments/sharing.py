@@ -39,6 +39,11 @@ A last group, ``roundlen/<ops>``, runs ``shared`` and ``per-thread-own`` at the 
 share above zero with growing round lengths (``sharing_round_ops``), to show how the median
 and its spread move with the length of a round.
 
+The cells that are compared run their rounds interleaved (see :func:`run_sharing`), and
+each record holds its rate over the limit's round by round (``params.over_limit_by_round``):
+the tables quote the median of those paired ratios, not a ratio of medians taken minutes
+apart.
+
 Hardware counters (``perf stat`` cache misses) are recorded where the kernel offers them:
 ``params.perf`` says which, or why not (virtual machines often expose none).
 """
@@ -57,7 +62,7 @@ from .concurrency import HOT_WORDS, ROUND_TIMEOUT
 from .env import Run
 from .progress import bar
 
-__all__ = ["ABLATIONS", "MODES", "perf_counters", "run_sharing", "spread"]
+__all__ = ["ABLATIONS", "MODES", "groups", "perf_counters", "run_sharing", "spread"]
 
 MODES = ("shared", "per-thread-own")
 ABLATIONS = ("per-thread", "shared-exited", "shared-topics", "gc-off")
@@ -228,99 +233,138 @@ def perf_counters() -> str:
     return "available: run under perf stat -e cache-misses,cache-references to read them"
 
 
-def _cells(size: Any, algorithms: list[str]) -> list[tuple[str, str, float, bool, int, int]]:
-    """(algorithm, mode, write share, gc off, threads, ops per worker) for every cell."""
-    out = []
+#: A cell: (mode, gc off). A group: the cells whose rounds are interleaved, keyed by
+#: (algorithm, write share, threads, operations per worker, round-length sweep or not).
+Cell = tuple[str, bool]
+Group = tuple[str, float, int, int, bool]
+LIMIT: Cell = ("per-thread-own", False)
+
+
+def groups(size: Any, algorithms: list[str]) -> dict[Group, list[Cell]]:
+    """Every group of cells the run measures, in order."""
+    out: dict[Group, list[Cell]] = {}
     shares = size.sharing_write_shares
-    for a in algorithms:
-        for mode in MODES:
-            for p in shares:
-                for n in size.sharing_threads:
-                    out.append((a, mode, p, False, n, size.sharing_ops))
     abl_shares = [p for p in shares if p in (0.0, 0.1)] or list(shares[:1])
+    for a in algorithms:
+        ablate = a in ABLATION_ALGORITHMS
+        for p in shares:
+            for n in size.sharing_threads:
+                cells: list[Cell] = [("shared", False), LIMIT]
+                if ablate and p in abl_shares:
+                    cells += [("per-thread", False), ("shared-exited", False),
+                              ("shared-topics", False), ("shared", True),
+                              ("per-thread-own", True)]
+                out[(a, p, n, size.sharing_ops, False)] = cells
     for a in [x for x in ABLATION_ALGORITHMS if x in algorithms]:
-        for mode in ABLATIONS:
-            for p in abl_shares:
-                for n in size.sharing_threads:
-                    if mode == "gc-off":
-                        out.append((a, "shared", p, True, n, size.sharing_ops))
-                        out.append((a, "per-thread-own", p, True, n, size.sharing_ops))
-                    else:
-                        out.append((a, mode, p, False, n, size.sharing_ops))
         p = next((s for s in shares if s > 0), shares[0])
         for ops in size.sharing_round_ops:
-            for mode in MODES:
-                for n in size.sharing_threads:
-                    out.append((a, "roundlen-" + mode, p, False, n, ops))
+            for n in size.sharing_threads:
+                out[(a, p, n, ops, True)] = [("shared", False), LIMIT]
     return out
 
 
+class _Cell:
+    """What the rounds of one cell measured."""
+
+    def __init__(self) -> None:
+        self.rates: list[float] = []
+        self.cpus: list[float] = []
+        self.pars: list[float] = []
+        self.ctxs: list[float] = []
+        self.events: list[dict[str, int]] = []
+
+
 def run_sharing(run: Run, algorithms: list[str], dialects: list[str]) -> None:
-    """Record operations per second per (algorithm, mode, write share, gc, threads)."""
+    """Record operations per second per (algorithm, mode, write share, gc, threads).
+
+    The cells of a group (one algorithm, write share, thread count and round length) run
+    their rounds interleaved, round ``k`` of every cell one after another (in an order that
+    rotates with ``k``), so that each cell's rate can be divided by the limit's in the same
+    round (``params.over_limit_by_round``): a change of load on this shared machine moves
+    both."""
     from ctrie import counters
 
     size = run.size
-    cells = _cells(size, algorithms)
+    plan = groups(size, algorithms)
     perf = perf_counters()
-    with bar(len(cells) * size.sharing_rounds, "sharing") as progress:
-        for algorithm, mode, p, gc_off, n, ops in cells:
-            base_mode = mode.removeprefix("roundlen-")
-            if mode.startswith("roundlen-"):
-                workload = f"roundlen/{ops}/{base_mode}/w{round(p * 100)}"
-            else:
-                workload = f"{mode}/w{round(p * 100)}/gc-{'off' if gc_off else 'on'}"
-            progress.set_postfix_str(f"{algorithm} {workload} x{n}")
+    rounds = size.sharing_rounds
+    total = sum(len(cells) for cells in plan.values()) * rounds
+    with bar(total, "sharing") as progress:
+        for (algorithm, p, n, ops, sweep), cells in plan.items():
             dialect = "mqtt" if algorithm == "paho" else "nats"
             form = workloads.to_mqtt if dialect == "mqtt" else (lambda s: s)
             items = [form(i) for i in workloads.scaling_items(ops)]
             hot = [form(h) for h in workloads.hot_population(run.seed, size.scaling_population,
                                                              HOT_WORDS)]
-            params: dict[str, Any] = {
-                "mode": base_mode, "write_share": p, "gc": "off" if gc_off else "on",
-                "ops_per_worker": ops, "total_ops": n * ops, "population": len(hot),
-                "perf": perf,
-            }
+
+            def workload(cell: Cell) -> str:
+                mode, gc_off = cell
+                if sweep:
+                    return f"roundlen/{ops}/{mode}/w{round(p * 100)}"
+                return f"{mode}/w{round(p * 100)}/gc-{'off' if gc_off else 'on'}"
+
+            def params(cell: Cell) -> dict[str, Any]:
+                return {"mode": cell[0], "write_share": p, "gc": "off" if cell[1] else "on",
+                        "ops_per_worker": ops, "total_ops": n * ops, "population": len(hot),
+                        "perf": perf}
+
             why = registry.unavailable(algorithm)
-            if not why and n > 1 and "shared" in base_mode and not registry.thread_safe(algorithm):
-                why = "not thread-safe: it cannot be shared between threads"
-            if why:
-                run.record("sharing", algorithm, dialect, workload, params, threads=n,
-                           unit="ops/s", status="skipped", note=why)
-                progress.update(size.sharing_rounds)
-                continue
-            rates: list[float] = []
-            cpus: list[float] = []
-            pars: list[float] = []
-            ctxs: list[float] = []
-            events: list[dict[str, int]] = []
-            try:
-                for _ in range(size.sharing_rounds):
-                    prepare = _preparer(base_mode, algorithm, dialect, p, ops, run.seed,
-                                        hot, items, n)
-                    with counters.counting() as c:
-                        wall, cpu, ctx = _round(n, prepare, gc_off)
-                    events.append(c.snapshot())
-                    rates.append(n * ops / wall)
-                    cpus.append(cpu / (n * ops) * 1e6)
-                    pars.append(cpu / wall if wall > 0 else 0.0)
-                    ctxs.append(float(ctx))
+            live: list[Cell] = []
+            for cell in cells:
+                note = why or ("not thread-safe: it cannot be shared between threads"
+                               if n > 1 and "shared" in cell[0]
+                               and not registry.thread_safe(algorithm) else None)
+                if note:
+                    run.record("sharing", algorithm, dialect, workload(cell), params(cell),
+                               threads=n, unit="ops/s", status="skipped", note=note)
+                    progress.update(rounds)
+                else:
+                    live.append(cell)
+            got = {cell: _Cell() for cell in live}
+            failed: dict[Cell, str] = {}
+            for k in range(rounds):
+                order = live[k % len(live):] + live[:k % len(live)] if live else []
+                for cell in order:
+                    progress.set_postfix_str(f"{algorithm} {workload(cell)} x{n}")
                     progress.update(1)
-            except Exception as exc:
-                run.record("sharing", algorithm, dialect, workload, params, threads=n,
-                           unit="ops/s", values=rates, status="failed",
-                           note=f"{type(exc).__name__}: {exc}")
-                progress.write(f"  sharing {algorithm} {workload} x{n}: FAILED {exc!r}")
-                progress.update(size.sharing_rounds - len(rates))
-                continue
-            params["ops_per_s"] = spread(rates)
-            params["cpu_per_op_us"] = spread(cpus)
-            params["parallelism"] = spread(pars)
-            params["ctx_switches"] = spread(ctxs)
-            params["ctx_switches_source"] = ("getrusage(RUSAGE_THREAD)" if _RUSAGE_THREAD
-                                             is not None else "unavailable on this platform")
-            if algorithm == "cstrie":
-                params["events_per_op"] = {
-                    e: statistics.median(ev[e] for ev in events) / (n * ops)
-                    for e in counters.EVENTS}
-            run.record("sharing", algorithm, dialect, workload, params, threads=n,
-                       unit="ops/s", values=rates)
+                    if cell in failed:
+                        continue
+                    mode, gc_off = cell
+                    try:
+                        prepare = _preparer(mode, algorithm, dialect, p, ops, run.seed, hot,
+                                            items, n)
+                        with counters.counting() as c:
+                            wall, cpu, ctx = _round(n, prepare, gc_off)
+                    except Exception as exc:
+                        failed[cell] = f"{type(exc).__name__}: {exc}"
+                        progress.write(f"  sharing {algorithm} {workload(cell)} x{n}: "
+                                       f"FAILED {exc!r}")
+                        continue
+                    m = got[cell]
+                    m.events.append(c.snapshot())
+                    m.rates.append(n * ops / wall)
+                    m.cpus.append(cpu / (n * ops) * 1e6)
+                    m.pars.append(cpu / wall if wall > 0 else 0.0)
+                    m.ctxs.append(float(ctx))
+            limit = got.get(LIMIT) if LIMIT not in failed else None
+            for cell, m in got.items():
+                prm = params(cell)
+                if cell in failed:
+                    run.record("sharing", algorithm, dialect, workload(cell), prm, threads=n,
+                               unit="ops/s", values=m.rates, status="failed",
+                               note=failed[cell])
+                    continue
+                prm["ops_per_s"] = spread(m.rates)
+                prm["cpu_per_op_us"] = spread(m.cpus)
+                prm["parallelism"] = spread(m.pars)
+                prm["ctx_switches"] = spread(m.ctxs)
+                prm["ctx_switches_source"] = ("getrusage(RUSAGE_THREAD)" if _RUSAGE_THREAD
+                                              is not None else "unavailable on this platform")
+                if limit is not None:
+                    prm["over_limit_by_round"] = [a / b for a, b in zip(m.rates, limit.rates)]
+                if algorithm == "cstrie":
+                    prm["events_per_op"] = {
+                        e: statistics.median(ev[e] for ev in m.events) / (n * ops)
+                        for e in counters.EVENTS}
+                run.record("sharing", algorithm, dialect, workload(cell), prm, threads=n,
+                           unit="ops/s", values=m.rates)

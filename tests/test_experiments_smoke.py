@@ -145,6 +145,11 @@ def test_sharing_measures_every_mode_with_its_counters(results):
                     assert r["params"]["ops_per_s"]["q1"] <= r["median"] <= r["params"]["ops_per_s"]["q3"]
                     assert r["params"]["ctx_switches"]["min"] >= 0
                     assert ("events_per_op" in r["params"]) is (alg == "cstrie"), r
+                    # Paired with the limit round by round (their rounds interleave).
+                    paired = r["params"]["over_limit_by_round"]
+                    assert len(paired) == r["rounds"]
+                    if mode == "per-thread-own":
+                        assert paired == [1.0] * r["rounds"]
     for alg in ABLATION_ALGORITHMS:
         modes = {r["params"]["mode"] for (a, _, _), r in cells.items() if a == alg}
         assert {"per-thread", "shared-exited", "shared-topics"} <= modes, modes

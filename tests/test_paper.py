@@ -130,3 +130,6 @@ def test_sharing_table_reads_shared_against_the_owner_built_limit_and_the_gil_bu
     model_row = next(line for line in out.splitlines() if line.startswith("| Python 3.13.5")
                      and "model" not in line and "1,024k" in line)
     assert "A model, not a measurement" in out and model_row
+    # With rounds paired with the limit's, shared / own is the median of the round ratios.
+    recs[1]["params"]["over_limit_by_round"] = [0.5, 0.6, 0.9]
+    assert "| 0.60 | 1.50 |" in render("{{sharing_table}}", recs)
