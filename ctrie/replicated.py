@@ -101,7 +101,7 @@ from typing import Any, Optional
 
 from cereggii import AtomicRef
 
-from .cstrie import CSTrie
+from .cstrie import _RESTART, CSTrie
 from .topics import Dialect, DialectLike, pattern_validator, require_hashable
 
 __all__ = ["CHECKPOINT_EVERY", "ReplicatedTrie"]
@@ -113,17 +113,20 @@ _SUBSCRIBE, _UNSUBSCRIBE = True, False
 
 
 class _Entry:
-    """One write in the log: ``op`` (True: subscribe) on (pattern, subscriber), its number
-    ``seq``, and the link to the next entry, set once by CAS."""
+    """One write in the log: ``op`` (True: subscribe) on the pattern's validated ``words``
+    and ``subscriber``, its number ``seq``, the link to the next entry, set once by CAS, and
+    ``ref``, a weak reference to the entry itself (replicas hold their place by it, without
+    making one per replica)."""
 
-    __slots__ = ("seq", "op", "pattern", "subscriber", "next", "__weakref__")
+    __slots__ = ("seq", "op", "words", "subscriber", "next", "ref", "__weakref__")
 
-    def __init__(self, op: bool, pattern: Optional[str], subscriber: Hashable) -> None:
+    def __init__(self, op: bool, words: list[str], subscriber: Hashable) -> None:
         self.seq = 0
         self.op = op
-        self.pattern = pattern
+        self.words = words  # never changed: every replica reads the same list
         self.subscriber = subscriber
         self.next: AtomicRef = AtomicRef(None)
+        self.ref = weakref.ref(self)
 
 
 class _Checkpoint:
@@ -151,7 +154,7 @@ class _Replica:
 
     def __init__(self, trie: CSTrie, entry: _Entry) -> None:
         self.trie = trie
-        self.at = weakref.ref(entry)
+        self.at = entry.ref
         self.seq = entry.seq
         self.dirty: AtomicRef = AtomicRef(False)
         self.busy = False
@@ -190,7 +193,7 @@ class ReplicatedTrie:
             raise ValueError(f"checkpoint_every must be at least 1, got {checkpoint_every}")
         self.dialect = Dialect.coerce(dialect)
         self._validate_pattern = pattern_validator(self.dialect)
-        head = _Entry(_SUBSCRIBE, None, None)
+        head = _Entry(_SUBSCRIBE, [], None)
         self._tail = AtomicRef(head)
         self._base = AtomicRef(_Checkpoint(head, None))
         self._local = threading.local()
@@ -252,7 +255,7 @@ class ReplicatedTrie:
         e = r.at()
         if e is None:
             r.trie, e = self._from_checkpoint()
-            r.at, r.seq = weakref.ref(e), e.seq
+            r.at, r.seq = e.ref, e.seq
         return e
 
     def _catch_up(self, r: _Replica, e: _Entry, upto: _Entry) -> object:
@@ -260,6 +263,9 @@ class ReplicatedTrie:
         return the last result (None if nothing was applied). Only ``r``'s thread calls
         it, with ``r.busy`` set. An exception leaves ``r`` at the last entry applied."""
         trie = r.trie
+        # The entries were validated by their writers: apply them as CSTrie.subscribe and
+        # CSTrie.unsubscribe do after validating.
+        insert, remove, root = trie._insert, trie._remove, trie._read_root
         target = upto.seq
         res: object = None
         every = self._every
@@ -269,10 +275,13 @@ class ReplicatedTrie:
                 # An exception before the place is updated re-applies e at the next
                 # operation: at the same place in the log, where both are idempotent.
                 if e.op:
-                    res = trie.subscribe(e.pattern, e.subscriber)
+                    while insert(root(), e.words, e.subscriber) is _RESTART:
+                        pass
+                    res = None
                 else:
-                    res = trie.unsubscribe(e.pattern, e.subscriber)
-                r.at, r.seq = weakref.ref(e), e.seq
+                    while (res := remove(root(), e.words, e.subscriber)) is _RESTART:
+                        pass
+                r.at, r.seq = e.ref, e.seq
                 if e.seq % every == 0:
                     self._checkpoint(r, e)
         finally:
@@ -333,7 +342,7 @@ class ReplicatedTrie:
             if h.seq >= e.seq or self._tail.compare_and_set(h, e):
                 return e
 
-    def _write(self, op: bool, pattern: str, subscriber: Hashable) -> object:
+    def _write(self, op: bool, words: list[str], subscriber: Hashable) -> object:
         r = self._mine()
         if r.busy:
             raise _reentered()
@@ -341,7 +350,7 @@ class ReplicatedTrie:
         try:
             # Held: the log from here stays until this write is applied.
             start = self._place(r)
-            e = self._append(_Entry(op, pattern, subscriber))
+            e = self._append(_Entry(op, words, subscriber))
             self._mark_others(r)
             # The entries before e, then e itself: the last result is e's.
             return self._catch_up(r, start, e)
@@ -357,15 +366,15 @@ class ReplicatedTrie:
     def subscribe(self, pattern: str, subscriber: Hashable) -> None:
         """Add ``subscriber`` to ``pattern`` (idempotent). Raises ``TypeError`` /
         :class:`~ctrie.InvalidTopicError` on bad input, before anything is logged."""
-        self._validate_pattern(pattern)
+        words = self._validate_pattern(pattern)
         require_hashable(subscriber)
-        self._write(_SUBSCRIBE, pattern, subscriber)
+        self._write(_SUBSCRIBE, words, subscriber)
 
     def unsubscribe(self, pattern: str, subscriber: Hashable) -> bool:
         """Remove ``subscriber`` from ``pattern``; True if the pair was present."""
-        self._validate_pattern(pattern)
+        words = self._validate_pattern(pattern)
         require_hashable(subscriber)
-        return bool(self._write(_UNSUBSCRIBE, pattern, subscriber))
+        return bool(self._write(_UNSUBSCRIBE, words, subscriber))
 
     # --- reads ------------------------------------------------------------------------------
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 from ctrie.replicated import _BUSY, _Entry
 
 
-def write_without_marks(self, op, pattern, subscriber):
+def write_without_marks(self, op, words, subscriber):
     """``_write`` that marks no other replica (breaks point 1)."""
     r = self._mine()
     r.busy = True
     try:
         start = self._place(r)
-        e = self._append(_Entry(op, pattern, subscriber))
+        e = self._append(_Entry(op, words, subscriber))
         return self._catch_up(r, start, e)
     finally:
         r.busy = False
