@@ -25,8 +25,10 @@ Modes (``params.mode``; the record's ``workload`` is ``<mode>/w<percent>/gc-<on|
   read of a ``__slots__`` attribute from another thread locks the holder while nothing but
   its maker holds the value), ``shared-topics`` (one shared matcher, and every worker
   looks up the same topic string objects, made by the main thread, as ``scaling`` does),
-  and ``gc-off`` (the garbage collector disabled during rounds; the free-threaded
-  collector stops every thread and walks the whole heap).
+  ``shared-handle`` (one shared matcher, which each worker calls through a
+  ``cereggii.ThreadHandle`` of its own: the handle shields the matcher object's reference
+  count, not the nodes inside it), and ``gc-off`` (the garbage collector disabled during
+  rounds; the free-threaded collector stops every thread and walks the whole heap).
 
 Besides ops/s, each record holds per round: CPU time per operation
 (``params.cpu_per_op_us``), parallelism (CPU time / wall time), context switches of the
@@ -65,7 +67,7 @@ from .progress import bar
 __all__ = ["ABLATIONS", "MODES", "groups", "perf_counters", "run_sharing", "spread"]
 
 MODES = ("shared", "per-thread-own")
-ABLATIONS = ("per-thread", "shared-exited", "shared-topics", "gc-off")
+ABLATIONS = ("per-thread", "shared-exited", "shared-topics", "shared-handle", "gc-off")
 #: The algorithms the ablations and round-length sweep run (the full grid runs all).
 ABLATION_ALGORITHMS = ("cstrie", "locked_trie_nocache")
 
@@ -190,7 +192,7 @@ def _preparer(mode: str, algorithm: str, dialect: str, write_share: float, ops: 
         plan = _plan(write_share, k, ops, seed, None)
         return [(w, form(i)) for w, i in plan] if dialect == "mqtt" else plan
 
-    if mode in ("shared", "shared-topics"):
+    if mode in ("shared", "shared-topics", "shared-handle"):
         shared = make()
     elif mode == "shared-exited":
         shared = _built_by_exited_thread(make)
@@ -207,6 +209,10 @@ def _preparer(mode: str, algorithm: str, dialect: str, write_share: float, ops: 
             return mine[k], own_ops(k), subscriber
         if mode == "shared-topics":
             return shared, plans[k], subscriber
+        if mode == "shared-handle":  # made here, in the worker: a handle of its own
+            from cereggii import ThreadHandle
+
+            return ThreadHandle(shared), own_ops(k), subscriber
         if shared is not None:
             return shared, own_ops(k), subscriber
         return make(), own_ops(k), subscriber  # per-thread-own and its gc-off twin
@@ -252,8 +258,8 @@ def groups(size: Any, algorithms: list[str]) -> dict[Group, list[Cell]]:
                 cells: list[Cell] = [("shared", False), LIMIT]
                 if ablate and p in abl_shares:
                     cells += [("per-thread", False), ("shared-exited", False),
-                              ("shared-topics", False), ("shared", True),
-                              ("per-thread-own", True)]
+                              ("shared-topics", False), ("shared-handle", False),
+                              ("shared", True), ("per-thread-own", True)]
                 out[(a, p, n, size.sharing_ops, False)] = cells
     for a in [x for x in ABLATION_ALGORITHMS if x in algorithms]:
         p = next((s for s in shares if s > 0), shares[0])

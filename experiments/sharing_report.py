@@ -125,6 +125,7 @@ ABLATION_LABELS = {
     "shared/{w}/gc-on": "shared (built by the main thread)",
     "shared-exited/{w}/gc-on": "shared, built by a thread that has exited",
     "shared-topics/{w}/gc-on": "shared, and the same topic strings in every thread",
+    "shared-handle/{w}/gc-on": "shared, called through a ThreadHandle per thread",
     "shared/{w}/gc-off": "shared, gc off during rounds",
     "per-thread/{w}/gc-on": "one per thread, all built by the main thread",
     "per-thread-own/{w}/gc-off": "one per thread built by its reader, gc off",

@@ -152,7 +152,7 @@ def test_sharing_measures_every_mode_with_its_counters(results):
                         assert paired == [1.0] * r["rounds"]
     for alg in ABLATION_ALGORITHMS:
         modes = {r["params"]["mode"] for (a, _, _), r in cells.items() if a == alg}
-        assert {"per-thread", "shared-exited", "shared-topics"} <= modes, modes
+        assert {"per-thread", "shared-exited", "shared-topics", "shared-handle"} <= modes, modes
         assert any(w.endswith("gc-off") for (a, w, _) in cells if a == alg)
         assert {int(w.split("/")[1]) for (a, w, _) in cells
                 if a == alg and w.startswith("roundlen/")} == set(size.sharing_round_ops)
