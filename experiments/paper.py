@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import statistics
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -289,6 +290,14 @@ def scaling_table(records: list[Record], build: str, workload: str) -> str:
     threads = sorted({r["threads"] for r in recs})
     by = {(r["algorithm"], r["threads"]): r for r in recs}
     algos = [a for a in ALGORITHMS if any(k[0] == a for k in by)]
+    # Beside a free-threaded result, the GIL build's rate on the same threads (its own run).
+    gil_by: dict = {}
+    if _tag(records, build) == "ft":
+        for b in build_order(records):
+            if b != build and _tag(records, b) == "gil":
+                gil_by = {(r["algorithm"], r["threads"]): r
+                          for r in _run_cells(records, "scaling", b, workload=workload)}
+                break
     lines = ["| algorithm | " + " | ".join(f"{n} thr" for n in threads) + " |",
              "|---" * (len(threads) + 1) + "|"]
     for a in algos:
@@ -300,8 +309,14 @@ def scaling_table(records: list[Record], build: str, workload: str) -> str:
                 row.append("–")
                 continue
             cell = f"{r['median']:,.0f}"
+            if len(r.get("values") or []) > 1:
+                q1, _, q3 = statistics.quantiles(r["values"], n=4, method="inclusive")
+                cell += f" [{q1:,.0f}–{q3:,.0f}]"
             if base is not None and n > 1:
                 cell += f" ({r['median'] / base['median']:.2f}x)"
+            g = gil_by.get((a, n))
+            if g is not None:
+                cell += f"<br>GIL build: {g['median']:,.0f}"
             p = r["params"]
             if "cpu_per_op_us" in p:
                 cell += (f"<br>{p['cpu_per_op_us']['median']:.3g} µs CPU/op, "
@@ -309,9 +324,11 @@ def scaling_table(records: list[Record], build: str, workload: str) -> str:
             row.append(cell)
         lines.append(f"| {_label(a)} | " + " | ".join(row) + " |")
     lines.append("")
-    lines.append(f"Operations per second, median over rounds (speed-up over 1 thread); below "
-                 f"it the median CPU time per operation and the parallelism (CPU time / wall "
-                 f"time); run `{recs[0]['run_id']}`.")
+    lines.append(f"Operations per second, median [quartiles] over rounds (speed-up over 1 "
+                 f"thread); below it the median CPU time per operation and the parallelism (CPU "
+                 f"time / wall time), and on a free-threaded build the GIL build's median on the "
+                 f"same threads; run `{recs[0]['run_id']}`. One matcher per thread built by its "
+                 f"reader, the limit beside a shared result, is in the sharing tables.")
     return "\n".join(lines)
 
 

@@ -133,3 +133,21 @@ def test_sharing_table_reads_shared_against_the_owner_built_limit_and_the_gil_bu
     # With rounds paired with the limit's, shared / own is the median of the round ratios.
     recs[1]["params"]["over_limit_by_round"] = [0.5, 0.6, 0.9]
     assert "| 0.60 | 1.50 |" in render("{{sharing_table}}", recs)
+
+
+def test_scaling_table_gives_quartiles_and_the_gil_rate_beside_a_free_threaded_result():
+    def rec(build, threads, values):
+        ft = build.endswith("-ft")
+        return _rec(experiment="scaling", algorithm="cstrie", dialect="nats",
+                    workload="90/10-true", threads=threads, unit="ops/s", build=build,
+                    run_id="s-" + build, gil_enabled=not ft, free_threaded_build=ft,
+                    values=values, median=sorted(values)[len(values) // 2],
+                    params={"wall_s": {"median": 0.01}})
+    recs = [rec("3.13.5-ft", 1, [90.0, 100.0, 110.0]), rec("3.13.5-ft", 2, [150.0, 160.0, 250.0]),
+            rec("3.11.7-gil", 2, [70.0, 80.0, 90.0])]
+    out = render("{{scaling_tables}}", recs)
+    ft = out[out.index("3.13.5-ft"):]
+    # 2 threads: median 160, quartiles 155-205, 1.60x over 1 thread; the GIL build's 80.
+    assert "160 [155–205] (1.60x)<br>GIL build: 80" in ft
+    gil = out[out.index("3.11.7-gil"):out.index("3.13.5-ft")]
+    assert "GIL build" not in gil.split("|---")[1]
