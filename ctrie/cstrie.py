@@ -68,6 +68,7 @@ from .gcas import GCAS, gcas_complete, gcas_read
 from .nodes import (EMPTY, FANOUT, FANOUT_BITS, LEAF_MAX, MAX_SHIFT, Branch, CNode, FailedNode,
                     KID_MASK, Gen, INode, MainNode, SNode, TNode, automaton, kid_index, kid_slot)
 from .rdcss import rdcss_read_root, rdcss_root
+from .cache import CACHE_MAX_ENTRIES, CACHE_SWEEP_TO, ResultCache
 from .size import SizeCounter
 from .subsets import SUBS_FLAT, SubSet, as_frozenset, with_sub, without_sub
 from .topics import Dialect, DialectLike, pattern_validator, require_hashable, topic_validator
@@ -107,7 +108,10 @@ class CSTrie:
       costs O(32 log32 S) to update. Retries on contention.
     - ``lookup``: O(k) per matching path without a multi-level wildcard inside a pattern;
       AMQP ``#`` inside patterns is O(visited nodes x k) at worst (memoised, never
-      exponential).
+      exponential). With ``cache=True`` (:mod:`ctrie.cache`), a topic looked up before
+      with no write since costs one atomic load and one dict probe; ``cache_max`` and
+      ``cache_sweep_to`` bound it (NATS's 1,024 and 256 by default). Each snapshot gets a
+      cache of its own.
     - ``snapshot`` / ``read_only_snapshot``: O(1); the cost is paid lazily by writers, which
       copy each I-node of an older generation the first time they pass it.
     - ``subscriptions``: O(size of the trie), on a read-only snapshot.
@@ -140,11 +144,23 @@ class CSTrie:
         "_multi_min",
         "_size",
         "_leaf_max",
+        "_cache",
     )
 
-    def __init__(self, dialect: DialectLike = Dialect.NATS, *, _root: Optional[INode] = None,
-                 _readonly: bool = False, _frozen: Optional[MainNode] = None,
-                 _leaf_max: int = LEAF_MAX) -> None:
+    def __new__(cls, dialect: DialectLike = Dialect.NATS, *, cache: bool = False,
+                **_kw: object) -> CSTrie:
+        # With a result cache, an instance of the subclass whose lookup consults it: the
+        # lookup of a trie without one pays nothing for the option.
+        return object.__new__(_CachedCSTrie if cache and cls is CSTrie else cls)
+
+    def __init__(self, dialect: DialectLike = Dialect.NATS, *, cache: bool = False,
+                 cache_max: int = CACHE_MAX_ENTRIES, cache_sweep_to: int = CACHE_SWEEP_TO,
+                 _root: Optional[INode] = None, _readonly: bool = False,
+                 _frozen: Optional[MainNode] = None, _leaf_max: int = LEAF_MAX) -> None:
+        if type(cache) is not bool:
+            raise TypeError(f"cache must be True or False, got {cache!r}")
+        # The result cache (ctrie.cache), its own for every trie and every snapshot.
+        self._cache = ResultCache(cache_max, cache_sweep_to) if cache else None
         d = Dialect.coerce(dialect)
         # Literal words a level holds in one flat C-node before it splits on their hashes
         # (ctrie.nodes.LEAF_MAX; tests make it tiny so that every test meets hash levels).
@@ -197,7 +213,7 @@ class CSTrie:
             return self._copy(readonly=False)
         _, expected = self._swap_root_generation()
         return CSTrie(self.dialect, _root=INode(expected, Gen()), _frozen=expected,
-                      _leaf_max=self._leaf_max)
+                      _leaf_max=self._leaf_max, **self._cache_options())
 
     def read_only_snapshot(self) -> CSTrie:
         """An O(1), consistent, read-only view; ``subscribe``/``unsubscribe`` on it raise
@@ -205,12 +221,21 @@ class CSTrie:
         if self._readonly:
             return self
         old_root, _ = self._swap_root_generation()
-        return CSTrie(self.dialect, _root=old_root, _readonly=True, _leaf_max=self._leaf_max)
+        return CSTrie(self.dialect, _root=old_root, _readonly=True, _leaf_max=self._leaf_max,
+                      **self._cache_options())
 
     def _copy(self, readonly: bool) -> CSTrie:
         m = gcas_read(self._read_root(), self)
         return CSTrie(self.dialect, _root=INode(m, Gen()), _readonly=readonly, _frozen=m,
-                      _leaf_max=self._leaf_max)
+                      _leaf_max=self._leaf_max, **self._cache_options())
+
+    def _cache_options(self) -> dict:
+        """The cache settings of this trie, for a snapshot: the same, with a cache of its
+        own (a snapshot and its origin never serve each other's answers)."""
+        c = self._cache
+        if c is None:
+            return {}
+        return {"cache": True, "cache_max": c.max_entries, "cache_sweep_to": c.sweep_to}
 
     # --- subscribe --------------------------------------------------------------------------
 
@@ -679,6 +704,8 @@ class CSTrie:
         # which fails here with AttributeError or TypeError) goes to the validator, which
         # raises the documented error or returns the words.
         try:
+            if type(topic) is not str:
+                raise _Slow  # a subclass or another type: the validator decides
             if mqtt:
                 if not topic or "+" in topic or "#" in topic or "\x00" in topic:
                     raise _Slow
@@ -1516,3 +1543,31 @@ def _tail_ok_amqp(nfa: tuple, words: list[str], starts: Collection[int],
         S = (S & hashes) | ((S & (stars | (lit[w] if w in lit else 0))) << 1)  # not dict.get
         S |= ((S & hashes) + hashes) ^ hashes
     return bool(S & accept)
+
+
+class _CachedCSTrie(CSTrie):
+    """A CSTrie whose lookups go through its result cache (``CSTrie(cache=True)`` makes
+    one; :mod:`ctrie.cache` has the protocol and the argument)."""
+
+    __slots__ = ()
+
+    def lookup(self, topic: str) -> frozenset:
+        """As :meth:`CSTrie.lookup`; a topic looked up before, with no content change
+        since, is answered from the cache: one atomic load and one dict probe."""
+        # The hit (ResultCache.hit, inlined: this is the whole cost of a hit): the state
+        # first, then the entry; the same read of the state is the miss's s0.
+        if type(topic) is not str:
+            # Only plain str topics are cached: the key's own __eq__ and __hash__ must be
+            # str's, or a subclass could answer for (or be answered as) another topic; the
+            # walk validates anything else (and raises the documented error).
+            return CSTrie.lookup(self, topic)
+        c = self._cache
+        s = c.state.get()  # type: ignore[union-attr]
+        d = c.entries  # type: ignore[union-attr]
+        e = d[topic] if topic in d else None  # not dict.get: see ctrie/_ftdict.py
+        if e is not None and e[0] == s:
+            return e[1]
+        result = CSTrie.lookup(self, topic)
+        c.misses.increment_and_get(1)  # type: ignore[union-attr]
+        c.store(topic, s, result)  # type: ignore[union-attr]
+        return result

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Optional
 
 from cereggii import AtomicRef
 
+from .cache import close_window, open_window
 from .nodes import FailedNode, INode, MainNode
 from .size import WINDOWS
 
@@ -104,9 +105,10 @@ def GCAS(inode: INode, old: MainNode, new: MainNode, trie: CSTrie, neutral: bool
     A GCAS that changes the number of stored pairs (``new.npairs != old.npairs``; pass
     ``neutral=True`` for one that only moves pairs, as an S-node's expansion does) runs
     inside the trie's size window, so that ``len()`` never reads a count between a commit
-    and its bump (see :mod:`ctrie.size`). ``delta`` overrides the difference where pairs
-    move between I-nodes that ``new`` does not count (a new kid of a split level, a tomb's
-    pairs taken up by its parent). An exception escaping the GCAS (only a fault hook can
+    and its bump (see :mod:`ctrie.size`); with a result cache, the same window keeps the
+    cache from serving an answer the write makes stale (:mod:`ctrie.cache`). ``delta``
+    overrides the difference where pairs move between I-nodes that ``new`` does not count (a
+    new kid of a split level, a tomb's pairs taken up by its parent). An exception escaping the GCAS (only a fault hook can
     raise there) leaves the window open for good: ``len()`` then always counts a snapshot,
     slower but never wrong."""
     if delta is None:
@@ -114,6 +116,9 @@ def GCAS(inode: INode, old: MainNode, new: MainNode, trie: CSTrie, neutral: bool
     if delta:
         state = trie._size.state  # type: ignore[union-attr]
         state.increment_and_get(1)  # open the window before ``new`` can be seen by anyone
+        cache = trie._cache  # the result cache's window (ctrie.cache), the same way
+        if cache is not None:
+            open_window(cache)
     new.prev = AtomicRef(old)
     if _fault is not None and _fault("inode_cas", "before"):
         new.prev = None
@@ -135,4 +140,6 @@ def GCAS(inode: INode, old: MainNode, new: MainNode, trie: CSTrie, neutral: bool
     if delta:
         # Count and close in one atomic step (a count bumped apart would not linearize).
         state.increment_and_get(delta * WINDOWS - 1 if committed else -1)
+        if cache is not None:
+            close_window(cache, committed)
     return committed

@@ -103,6 +103,9 @@ if hasattr(ctrie, "CSTrie"):
     # The same trie with one-word leaves: every level with two literal words splits into
     # hash levels (ctrie.nodes.CNode), so every test also runs the wide-level code.
     REGISTRY.append(MatcherSpec("CSTrie(leaf=1)", lambda d, ts, mw: ctrie.CSTrie(dialect=d, _leaf_max=1)))
+    # With its result cache, tiny so that every test also meets sweeps.
+    REGISTRY.append(MatcherSpec("CSTrie(cache=True)", lambda d, ts, mw: ctrie.CSTrie(
+        dialect=d, cache=True, cache_max=4, cache_sweep_to=1)))
 if hasattr(ctrie, "ReplicatedTrie"):
     # Checkpoints every 3 entries, so that every test also meets them.
     REGISTRY.append(MatcherSpec("ReplicatedTrie", lambda d, ts, mw: ctrie.ReplicatedTrie(

@@ -252,6 +252,22 @@ def test_read_then_write_mutant_is_caught(monkeypatch, figures):
     assert caught >= 0.95 * MUTANT_RUNS
 
 
+# --- the CS-trie with its result cache ------------------------------------------------------
+
+
+def _cstrie_cached(rnd: random.Random) -> CSTrie:
+    # A cache of 2 entries (swept at every third topic) or of 1,024; both leaf sizes.
+    return CSTrie("nats", cache=True, cache_max=rnd.choice((2, 1024)), cache_sweep_to=1,
+                  _leaf_max=rnd.choice((1, LEAF_MAX)))
+
+
+@pytest.mark.concurrency
+@pytest.mark.timeout(900)
+def test_cstrie_with_its_cache_histories_are_linearizable(figures):
+    """Four topics over nine patterns: hits, misses and invalidations interleave."""
+    _report(run_histories(HISTORIES, SEED, make=_cstrie_cached), "cached CS-trie", figures)
+
+
 # --- the replicated trie ---------------------------------------------------------------------
 
 

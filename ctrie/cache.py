@@ -1,0 +1,132 @@
+"""A lock-free, linearizable result cache for the CS-trie (``CSTrie(cache=True)``).
+
+It answers a lookup of a topic seen before without walking the trie, as NATS's sublist cache
+does, bounded the same way (``max_entries``, swept to ``sweep_to`` of the newest valid
+entries), and takes no lock.
+
+The protocol. One atomic integer, ``state = version * WINDOWS + open``, counts the trie's
+content changes (``version``) and the writes inside their window (``open``), as the size
+counter does (:mod:`ctrie.size`), but only ever grows:
+
+- **A writer** whose GCAS changes what the trie stores (``delta != 0`` in
+  :func:`ctrie.gcas.GCAS`: every such write, and only those) adds 1 before the new node can
+  be seen (:func:`open_window`) and, after the commit, ``WINDOWS - 1`` in one atomic step
+  (:func:`close_window`: the version moves on and the window closes), or 1 less if it did not
+  commit. Every commit lies inside its window, and the version only grows, so no two
+  instants with different contents share a ``state`` whose ``open`` is 0.
+- **A hit** reads ``state`` first, then the entry of the topic: an entry ``(s, result)``
+  with ``s == state`` answers ``result``. It linearizes at the read of ``state``: no window
+  was open then (``s`` has none), so every commit so far had moved the version and the
+  content was that of version ``s``, which is what ``result`` holds.
+- **A miss** reads ``state`` (``s0``), walks the trie, reads ``state`` again, and stores
+  ``(s0, result)`` only if nothing changed and no window was open: then the content was
+  constant through the walk, and ``result`` is the content of version ``s0``. A write that
+  commits between the second read and the store leaves an entry whose ``s0`` is old: never
+  served.
+
+The two naive designs fail exactly here: bumping a version after the commit lets a hit
+serve the old set after the write took effect (another reader saw it), and storing what a
+walk found under the version read after it can publish a set some write had already
+replaced. Tests drive both windows through the fault hook.
+
+A snapshot and its origin each have their own cache and counter, so neither serves the
+other's answers. A writer that dies inside its window leaves it open: the cache then misses
+for good (every lookup walks), slower but never wrong.
+
+Only plain ``str`` topics are cached: a key compares and hashes as its own type says, so a
+``str`` subclass could answer for another topic (or another type for a topic); those
+lookups always walk, and the walk validates them.
+
+Storage: a plain ``dict`` probed with ``in`` and ``[]`` (on free-threaded 3.13 ``dict.get``
+of a topic string the reader made costs 100x, see ``ctrie/_ftdict.py``), replaced whole when
+it is swept; entries lost to a concurrent sweep are only misses. Costs: a hit is one atomic
+load and one dict probe, O(len(topic)) to hash the topic; a miss adds two atomic loads and a
+store; a sweep is O(max_entries), once per ``max_entries - sweep_to`` stores. Memory is
+bounded by ``max_entries`` entries plus what concurrent stores add during one sweep; each
+entry holds its topic and its answer, so a stale entry keeps the subscribers it names (an
+unsubscribed one too) until it is overwritten or swept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import Optional
+
+from cereggii import AtomicInt64
+
+from .size import WINDOWS
+
+__all__ = ["CACHE_MAX_ENTRIES", "CACHE_SWEEP_TO", "ResultCache", "close_window", "open_window"]
+
+#: NATS's defaults: at most 1,024 entries, swept to 256.
+CACHE_MAX_ENTRIES = 1024
+CACHE_SWEEP_TO = 256
+
+
+class ResultCache:
+    """Topic -> (state, result) with the version counter of one trie. Thread-safe; see the
+    module docstring for the protocol and its costs."""
+
+    __slots__ = ("state", "entries", "max_entries", "sweep_to", "misses")
+
+    def __init__(self, max_entries: int = CACHE_MAX_ENTRIES,
+                 sweep_to: int = CACHE_SWEEP_TO) -> None:
+        for name, value in (("cache_max", max_entries), ("cache_sweep_to", sweep_to)):
+            if type(value) is not int:
+                raise TypeError(f"{name} must be an int, got {value!r}")
+        if max_entries < 1 or not 0 <= sweep_to < max_entries:
+            raise ValueError(f"need cache_max >= 1 and 0 <= cache_sweep_to < cache_max (a "
+                             f"sweep must make room), got cache_max={max_entries}, "
+                             f"cache_sweep_to={sweep_to}")
+        self.state = AtomicInt64(0)  # version * WINDOWS + open windows
+        self.entries: dict = {}
+        self.max_entries = max_entries
+        self.sweep_to = sweep_to
+        # Lookups that missed (walked): the hit rate is 1 - misses / lookups.
+        self.misses = AtomicInt64(0)
+
+    def hit(self, topic: str) -> Optional[frozenset]:
+        """The cached answer for the plain ``str`` ``topic``, or None (then the caller
+        walks). The cached trie's lookup inlines this (``ctrie.cstrie._CachedCSTrie``)."""
+        s = self.state.get()  # first: the hit linearizes here
+        d = self.entries
+        e = d[topic] if topic in d else None  # not dict.get: see ctrie/_ftdict.py
+        if e is not None and e[0] == s:
+            return e[1]
+        return None
+
+    def store(self, topic: str, s0: int, result: frozenset) -> None:
+        """Keep ``result`` for the plain ``str`` ``topic``, walked between two reads of the
+        state, the first ``s0``. The entry moves to the end: a sweep keeps the newest."""
+        if s0 % WINDOWS or self.state.get() != s0:
+            return  # a write was inside its window during the walk: not the content of s0
+        d = self.entries
+        d.pop(topic, None)
+        d[topic] = (s0, result)
+        if len(d) > self.max_entries:
+            self._sweep(d)
+
+    def _sweep(self, d: dict) -> None:
+        """Replace the entries by the newest ``sweep_to`` still valid ones."""
+        s = self.state.get()
+        keep = [kv for kv in list(d.items()) if kv[1][0] == s]
+        self.entries = dict(keep[len(keep) - self.sweep_to:] if self.sweep_to else ())
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def __repr__(self) -> str:
+        version, open_windows = divmod(self.state.get(), WINDOWS)
+        return (f"<ResultCache {len(self.entries)}/{self.max_entries} entries, version "
+                f"{version}, {open_windows} open, {self.misses.get()} misses>")
+
+
+def open_window(cache: ResultCache) -> None:
+    """A content-changing write opens its window, before its new node can be seen."""
+    cache.state.increment_and_get(1)
+
+
+def close_window(cache: ResultCache, committed: bool) -> None:
+    """The write closes its window: the version moves on if it committed, in the same atomic
+    step."""
+    cache.state.increment_and_get(WINDOWS - 1 if committed else -1)
