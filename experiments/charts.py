@@ -23,6 +23,7 @@ __all__ = ["FIGURES", "run_charts"]
 
 _COLORS = {
     "cstrie": "#d62728",
+    "cstrie_cache": "#8c564b",
     "cstrie_replicated": "#ff7f0e",
     "locked_trie": "#1f77b4",
     "locked_trie_nocache": "#17becf",
@@ -31,8 +32,9 @@ _COLORS = {
     "optimized_bitmap": "#bcbd22",
     "paho": "#9467bd",
 }
-_MARKERS = {"cstrie": "o", "cstrie_replicated": "*", "locked_trie": "s", "locked_trie_nocache": "D", "naive": "x",
-            "inverted_bitmap": "^", "optimized_bitmap": "v", "paho": "P"}
+_MARKERS = {"cstrie": "o", "cstrie_cache": "h", "cstrie_replicated": "*", "locked_trie": "s",
+            "locked_trie_nocache": "D", "naive": "x", "inverted_bitmap": "^",
+            "optimized_bitmap": "v", "paho": "P"}
 TRIES = ("cstrie", "locked_trie", "locked_trie_nocache")
 
 

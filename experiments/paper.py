@@ -169,17 +169,22 @@ def published_latency_table() -> str:
 
 def throughput_table(records: list[Record], builds: list[str]) -> str:
     """Messages per second on the 3-digit workload per build, beside the published Go
-    figures, each with its ratio to the CS-trie."""
+    figures, each with its ratio to the CS-trie, and a result cache's hit rate beside it."""
     per_build = {}
+    hit_rates: dict = {}
     for b in builds:
         recs = _run_cells(records, "throughput", b)
         per_build[b] = {(r["algorithm"], r["dialect"]): r["median"] for r in recs}
+        for r in recs:
+            if "cache_hit_rate" in r["params"]:
+                hit_rates[(b, r["algorithm"], r["dialect"])] = r["params"]["cache_hit_rate"]
     algos = sorted({(a, d) for t in per_build.values() for a, d in t
                     if d == "nats" or a == "paho"}, key=lambda ad: (ad[0] != REFERENCE, ad))
     lines = ["| algorithm | " + " | ".join(f"{b} msg/s" for b in builds) + " | Go (published) |",
              "|---" * (len(builds) + 2) + "|"]
     for a, d in algos:
         row = [_cell(per_build[b].get((a, d)), per_build[b].get((REFERENCE, d)))
+               + (f", {hit_rates[(b, a, d)]:.0%} hits" if (b, a, d) in hit_rates else "")
                for b in builds]
         # The published trie had no cache: it sits beside LockedTrie without its cache.
         go = PUBLISHED_THROUGHPUT.get("locked_trie" if a == "locked_trie_nocache" else a)

@@ -18,6 +18,7 @@ __all__ = [
     "ALGORITHMS",
     "LABELS",
     "PahoMatcher",
+    "computed_lookups",
     "dialects_for",
     "make",
     "populate",
@@ -28,6 +29,7 @@ __all__ = [
 #: Every algorithm, in the order figures and tables list them.
 ALGORITHMS = (
     "cstrie",
+    "cstrie_cache",
     "cstrie_replicated",
     "locked_trie",
     "locked_trie_nocache",
@@ -39,6 +41,7 @@ ALGORITHMS = (
 
 LABELS = {
     "cstrie": "CS-trie (lock-free)",
+    "cstrie_cache": "CS-trie (cache)",
     "cstrie_replicated": "CS-trie, a replica per thread",
     "locked_trie": "LockedTrie (cache)",
     "locked_trie_nocache": "LockedTrie (no cache)",
@@ -124,6 +127,10 @@ def make(name: str, dialect: str, *, topic_space: Iterable[str] | None = None,
         from ctrie import CSTrie
 
         return CSTrie(dialect=dialect)
+    if name == "cstrie_cache":
+        from ctrie import CSTrie
+
+        return CSTrie(dialect=dialect, cache=True)
     if name == "cstrie_replicated":
         from ctrie import ReplicatedTrie
 
@@ -157,6 +164,20 @@ def make(name: str, dialect: str, *, topic_space: Iterable[str] | None = None,
             raise ValueError(f"paho's MQTTMatcher speaks only MQTT, not {dialect!r}")
         return PahoMatcher()
     raise ValueError(f"unknown algorithm {name!r}; known: {', '.join(ALGORITHMS)}")
+
+
+def computed_lookups(matcher: Any) -> int | None:
+    """How many lookups ``matcher`` has answered by walking rather than from its result
+    cache so far, or None if it has no cache (the hit rate over a stretch of ``n`` lookups
+    is ``1 - (after - before) / n``)."""
+    cache = getattr(matcher, "_cache", None)
+    if cache is not None and hasattr(cache, "misses"):  # CSTrie(cache=True)
+        return cache.misses.get()
+    stats = getattr(matcher, "stats", None)
+    if callable(stats) and getattr(matcher, "_cache", None) is not None:  # LockedTrie(cache)
+        s = stats()
+        return round(s["matches"] * (1 - s["cache_hit_rate"]))
+    return None
 
 
 def populate(matcher: Any, patterns: Iterable[str], subscribers: Iterable[Hashable]) -> int:

@@ -4,6 +4,9 @@ Per round: a fresh matcher (inverted bitmap: topic space = the message list; opt
 bitmap: 3 words), the subscriptions populated untimed (subscriber ``i`` for pattern ``i``),
 then every message looked up once, timed; the round's figure is messages / elapsed time.
 
+A matcher with a result cache records the share of the timed lookups it answered from it
+(``params.cache_hit_rate``, median over rounds).
+
 Before timing, the answers of the first ``ORACLE_MESSAGES`` messages are compared with the
 reference :func:`ctrie.matches`; disagreements are recorded (``params.oracle_mismatches``)
 and printed, since a matcher's speed means nothing if its answers are wrong.
@@ -67,6 +70,7 @@ def run_throughput(run: Run, algorithms: list[str], dialects: list[str]) -> None
                 progress.update(size.throughput_rounds)
                 continue
             rates: list[float] = []
+            hit_rates: list[float] = []  # with a result cache: lookups answered from it
             try:
                 for rnd in range(size.throughput_rounds):
                     m = registry.make(algorithm, dialect, topic_space=msgs, max_words=WORDS)
@@ -87,12 +91,15 @@ def run_throughput(run: Run, algorithms: list[str], dialects: list[str]) -> None
                                 f"{len(sample)} lookups disagree with ctrie.matches "
                                 f"(first: {sample[i]!r})")
                     look = m.lookup
+                    before = registry.computed_lookups(m)
                     gc.collect()
                     t0 = perf_counter()
                     for msg in msgs:
                         look(msg)
                     elapsed = perf_counter() - t0
                     rates.append(len(msgs) / elapsed)
+                    if before is not None:
+                        hit_rates.append(1 - (registry.computed_lookups(m) - before) / len(msgs))
                     del m, look
                     progress.update(1)
             except Exception as exc:
@@ -101,6 +108,8 @@ def run_throughput(run: Run, algorithms: list[str], dialects: list[str]) -> None
                 progress.write(f"  throughput {algorithm}:{dialect}: FAILED {exc!r}")
                 progress.update(size.throughput_rounds - len(rates))
                 continue
+            if hit_rates:
+                params["cache_hit_rate"] = sorted(hit_rates)[len(hit_rates) // 2]
             note = None
             if params.get("refused_patterns"):
                 note = f"{params['refused_patterns']} patterns refused (UnsupportedPatternError)"

@@ -159,6 +159,17 @@ def test_sharing_measures_every_mode_with_its_counters(results):
     assert "gc-off" in ABLATIONS
 
 
+def test_throughput_records_a_result_caches_hit_rate(results):
+    _, recs = results
+    for r in by_experiment(recs, "throughput"):
+        if r["status"] != "ok":
+            continue
+        cached = r["algorithm"] in ("cstrie_cache", "locked_trie")
+        assert ("cache_hit_rate" in r["params"]) is cached, r["algorithm"]
+        if cached:
+            assert 0.0 <= r["params"]["cache_hit_rate"] <= 1.0
+
+
 def test_ownership_pairs_builder_with_other_reader(results):
     _, recs = results
     cells = {(r["algorithm"], r["params"]["reader"]): r for r in by_experiment(recs, "ownership")}
