@@ -20,8 +20,9 @@ def _range(k: int, n: int = 150) -> list[str]:
     return [f"{i % 4}.{'*' if i % 6 == 0 else i % 9}.{k}.{i}" if i % 2 else f"{i % 4}.{i}.>" for i in range(n)]
 
 
-def test_disjoint_subscribe_then_unsubscribe_loses_nothing_and_ends_empty(figures):
-    trie = CSTrie()
+@pytest.mark.parametrize("cache", [False, True], ids=["plain", "cached"])
+def test_disjoint_subscribe_then_unsubscribe_loses_nothing_and_ends_empty(cache, figures):
+    trie = CSTrie(cache=cache)
 
     def subscribe_all(k):
         for p in _range(k):
@@ -48,8 +49,9 @@ def test_disjoint_subscribe_then_unsubscribe_loses_nothing_and_ends_empty(figure
     figures.add("stress: disjoint subscribe/unsubscribe operations", n)
 
 
-def test_snapshots_taken_while_writers_run_never_change(figures):
-    trie = CSTrie()
+@pytest.mark.parametrize("cache", [False, True], ids=["plain", "cached"])
+def test_snapshots_taken_while_writers_run_never_change(cache, figures):
+    trie = CSTrie(cache=cache)
     taken = []
 
     def writer(k):
@@ -76,8 +78,9 @@ def test_snapshots_taken_while_writers_run_never_change(figures):
     figures.add("stress: snapshots re-read while writers ran", len(taken))
 
 
-def test_writable_snapshot_diverges_independently():
-    trie = CSTrie()
+@pytest.mark.parametrize("cache", [False, True], ids=["plain", "cached"])
+def test_writable_snapshot_diverges_independently(cache):
+    trie = CSTrie(cache=cache)
     for i in range(100):
         trie.subscribe(f"{i % 4}.{i % 7}.x", i)
     snap = trie.snapshot()
@@ -103,8 +106,9 @@ def test_writable_snapshot_diverges_independently():
         assert snap.subscriptions()[p] == subs | {-i - 1 for i in subs}
 
 
-def test_readers_of_an_insert_only_run_never_see_a_subscriber_disappear(figures):
-    trie = CSTrie()
+@pytest.mark.parametrize("cache", [False, True], ids=["plain", "cached"])
+def test_readers_of_an_insert_only_run_never_see_a_subscriber_disappear(cache, figures):
+    trie = CSTrie(cache=cache)
     topics = ["a.b.c", "a.x.c", "z.b.c"]
     patterns = ["a.b.c", "a.*.c", "*.b.c", "a.>", ">", "*.*.c"]
 
