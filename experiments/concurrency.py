@@ -13,6 +13,9 @@ per-worker split) and ``90/10-true`` (each operation a write with probability 0.
 real write share is recorded. Unit: operations per second (``params.wall_s`` holds the
 round times).
 
+A matcher with a result cache also records the share of the round's lookups it answered from
+it (``params.cache_hit_rate``, median over rounds).
+
 Both experiments also record, per round, the CPU time the workers used
 (``params.cpu_s_values``), and from it the CPU time per operation (``params.cpu_per_op_us``)
 and the parallelism actually obtained (``params.parallelism`` = CPU time / wall time): a
@@ -132,6 +135,13 @@ def _spread(values: list[float]) -> dict[str, float]:
             "min": v[0], "max": v[-1]}
 
 
+def _hit_rate(out: list[float], matcher: Any, before: int | None, lookups: int) -> None:
+    """Append the share of a round's ``lookups`` that ``matcher``'s result cache answered
+    (nothing for a matcher without one; see registry.computed_lookups)."""
+    if before is not None and lookups > 0:
+        out.append(1 - (registry.computed_lookups(matcher) - before) / lookups)
+
+
 def _populated(algorithm: str, dialect: str, items: list[str],
                hot: list[str]) -> tuple[Any, int]:
     """A fresh ``algorithm`` matcher holding the hot population (untimed preparation), and
@@ -187,10 +197,13 @@ def run_scaling(run: Run, algorithms: list[str], dialects: list[str]) -> None:
             thread_plans = [(list(zip(p, items)), workloads.SCALING_SUBSCRIBER) for p in plans]
             walls: list[float] = []
             cpus: list[float] = []
+            hit_rates: list[float] = []
             try:
                 for _ in range(size.scaling_rounds):
                     m, params["refused_patterns"] = _populated(algorithm, dialect, items, hot)
+                    before = registry.computed_lookups(m)
                     wall, cpu = timed_round(m, thread_plans)
+                    _hit_rate(hit_rates, m, before, n * ops - writes)
                     walls.append(wall)
                     cpus.append(cpu)
                     progress.update(1)
@@ -202,6 +215,8 @@ def run_scaling(run: Run, algorithms: list[str], dialects: list[str]) -> None:
                 progress.update(size.scaling_rounds - len(walls))
                 continue
             _cpu_params(params, walls, cpus, n * ops)
+            if hit_rates:
+                params["cache_hit_rate"] = _spread(hit_rates)["median"]
             run.record("scaling", algorithm, dialect, workload, params, threads=n,
                        unit="ops/s", values=[n * ops / w for w in walls])
 
@@ -250,10 +265,13 @@ def run_lockfree(run: Run, algorithms: list[str], dialects: list[str]) -> None:
             plans += [([(False, i) for i in its], "-") for _ in range(lookers)]
             walls: list[float] = []
             cpus: list[float] = []
+            hit_rates: list[float] = []
             try:
                 for _ in range(size.lockfree_rounds):
                     m = registry.make(algorithm, dialect, topic_space=its, max_words=3)
+                    before = registry.computed_lookups(m)
                     wall, cpu = timed_round(m, plans)
+                    _hit_rate(hit_rates, m, before, lookers * ops)
                     walls.append(wall)
                     cpus.append(cpu)
                     # Every insert stored a new pair: a lost update would show here.
@@ -275,6 +293,8 @@ def run_lockfree(run: Run, algorithms: list[str], dialects: list[str]) -> None:
                 continue
             params["ops_per_s_median"] = n * ops / _spread(walls)["median"]
             _cpu_params(params, walls, cpus, n * ops)
+            if hit_rates:
+                params["cache_hit_rate"] = _spread(hit_rates)["median"]
             run.record("lockfree", algorithm, dialect, ratio, params, threads=n, unit="s",
                        values=walls)
 

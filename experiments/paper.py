@@ -319,6 +319,8 @@ def scaling_table(records: list[Record], build: str, workload: str) -> str:
                 cell += f" [{q1:,.0f}–{q3:,.0f}]"
             if base is not None and n > 1:
                 cell += f" ({r['median'] / base['median']:.2f}x)"
+            if "cache_hit_rate" in r["params"]:
+                cell += f", {r['params']['cache_hit_rate']:.0%} cache hits"
             g = gil_by.get((a, n))
             if g is not None:
                 cell += f"<br>GIL build: {g['median']:,.0f}"

@@ -114,6 +114,10 @@ class _Worker(threading.Thread):
         self.cpu_s = 0.0
         self.ctx = 0
         self.error: BaseException | None = None
+        # The matcher, its walked-lookup count before and after, and the lookups made.
+        self.m: Any = None
+        self.computed = (0, 0)
+        self.lookups = 0
 
     def run(self) -> None:
         try:
@@ -122,6 +126,8 @@ class _Worker(threading.Thread):
             # One lookup before the barrier: a matcher with per-thread state (a replica)
             # makes it on a thread's first use, which a long-lived broker thread pays once.
             look(ops[0][1])
+            self.m, self.lookups = m, sum(not w for w, _ in ops)
+            before = registry.computed_lookups(m)
             self.barrier.wait()
             c0 = _ctx_switches()
             t0 = perf_counter()
@@ -134,13 +140,17 @@ class _Worker(threading.Thread):
             self.cpu_s = thread_time() - cpu0
             self.span = (t0, perf_counter())
             self.ctx = _ctx_switches() - c0
+            if before is not None:
+                self.computed = (before, registry.computed_lookups(m))
         except BaseException as exc:  # reported by _round
             self.error = exc
             self.barrier.abort()
 
 
-def _round(threads: int, prepare: Any, gc_off: bool) -> tuple[float, float, int]:
-    """One round: wall seconds, workers' CPU seconds, workers' context switches."""
+def _round(threads: int, prepare: Any, gc_off: bool
+           ) -> tuple[float, float, int, float | None]:
+    """One round: wall seconds, workers' CPU seconds, workers' context switches, and the
+    share of lookups a result cache answered (None without a cache)."""
     barrier = threading.Barrier(threads + 1)
     workers = [_Worker(k, barrier, prepare) for k in range(threads)]
     gc.collect()
@@ -166,7 +176,25 @@ def _round(threads: int, prepare: Any, gc_off: bool) -> tuple[float, float, int]
         raise next((e for e in errors if not isinstance(e, threading.BrokenBarrierError)),
                    errors[0])
     wall = max(w.span[1] for w in workers) - min(w.span[0] for w in workers)
-    return wall, sum(w.cpu_s for w in workers), sum(w.ctx for w in workers)
+    return (wall, sum(w.cpu_s for w in workers), sum(w.ctx for w in workers),
+            _hit_share(workers))
+
+
+def _hit_share(workers: list[_Worker]) -> float | None:
+    """The share of the round's lookups answered from a result cache. Workers sharing one
+    matcher all read its count before any of them starts and after each finishes, so per
+    matcher the walked lookups are the last count less the first."""
+    spans: dict[int, list[int]] = {}
+    lookups = sum(w.lookups for w in workers)
+    for w in workers:
+        if w.computed == (0, 0) and registry.computed_lookups(w.m) is None:
+            return None
+        lo, hi = w.computed
+        span = spans.setdefault(id(w.m), [lo, hi])
+        span[0], span[1] = min(span[0], lo), max(span[1], hi)
+    if not lookups:
+        return None
+    return 1 - sum(hi - lo for lo, hi in spans.values()) / lookups
 
 
 def _built_by_exited_thread(make: Any) -> Any:
@@ -278,6 +306,7 @@ class _Cell:
         self.pars: list[float] = []
         self.ctxs: list[float] = []
         self.events: list[dict[str, int]] = []
+        self.hits: list[float] = []  # with a result cache: the share of lookups it answered
 
 
 def run_sharing(run: Run, algorithms: list[str], dialects: list[str]) -> None:
@@ -340,13 +369,15 @@ def run_sharing(run: Run, algorithms: list[str], dialects: list[str]) -> None:
                         prepare = _preparer(mode, algorithm, dialect, p, ops, run.seed, hot,
                                             items, n)
                         with counters.counting() as c:
-                            wall, cpu, ctx = _round(n, prepare, gc_off)
+                            wall, cpu, ctx, hits = _round(n, prepare, gc_off)
                     except Exception as exc:
                         failed[cell] = f"{type(exc).__name__}: {exc}"
                         progress.write(f"  sharing {algorithm} {workload(cell)} x{n}: "
                                        f"FAILED {exc!r}")
                         continue
                     m = got[cell]
+                    if hits is not None:
+                        m.hits.append(hits)
                     m.events.append(c.snapshot())
                     m.rates.append(n * ops / wall)
                     m.cpus.append(cpu / (n * ops) * 1e6)
@@ -368,6 +399,8 @@ def run_sharing(run: Run, algorithms: list[str], dialects: list[str]) -> None:
                                               is not None else "unavailable on this platform")
                 if limit is not None:
                     prm["over_limit_by_round"] = [a / b for a, b in zip(m.rates, limit.rates)]
+                if m.hits:
+                    prm["cache_hit_rate"] = statistics.median(m.hits)
                 if algorithm == "cstrie":
                     prm["events_per_op"] = {
                         e: statistics.median(ev[e] for ev in m.events) / (n * ops)

@@ -55,7 +55,9 @@ def _rate(r: Record | None) -> str:
     if r is None:
         return "–"
     s = r["params"]["ops_per_s"]
-    return f"{_k(s['median'])} [{_k(s['q1'])}–{_k(s['q3'])}]"
+    hits = r["params"].get("cache_hit_rate")
+    return f"{_k(s['median'])} [{_k(s['q1'])}–{_k(s['q3'])}]" + (
+        f", {hits:.0%} cache hits" if hits is not None else "")
 
 
 def _ratio(a: Record | None, b: Record | None) -> str:
