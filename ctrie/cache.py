@@ -90,7 +90,12 @@ class ResultCache:
         walks). The cached trie's lookup inlines this (``ctrie.cstrie._CachedCSTrie``)."""
         s = self.state.get()  # first: the hit linearizes here
         d = self.entries
-        e = d[topic] if topic in d else None  # not dict.get: see ctrie/_ftdict.py
+        e = None
+        if topic in d:  # not dict.get: see ctrie/_ftdict.py
+            try:
+                e = d[topic]
+            except KeyError:  # a store moved it (pop, then set) between the two: a miss
+                pass
         if e is not None and e[0] == s:
             return e[1]
         return None

@@ -1564,7 +1564,12 @@ class _CachedCSTrie(CSTrie):
         c = self._cache
         s = c.state.get()  # type: ignore[union-attr]
         d = c.entries  # type: ignore[union-attr]
-        e = d[topic] if topic in d else None  # not dict.get: see ctrie/_ftdict.py
+        e = None
+        if topic in d:  # not dict.get: see ctrie/_ftdict.py
+            try:
+                e = d[topic]
+            except KeyError:  # a store moved it (pop, then set) between the two: a miss
+                pass
         if e is not None and e[0] == s:
             return e[1]
         result = CSTrie.lookup(self, topic)

@@ -237,3 +237,27 @@ def test_a_sweep_keeps_the_newest_entries():
     assert list(t._cache.entries) == ["t.1", "t.5"]
     with pytest.raises(ValueError, match="cache_sweep_to"):
         CSTrie(cache=True, cache_max=4, cache_sweep_to=4)
+
+
+class _VanishingEntries(dict):
+    """Entries in which a key is gone between ``in`` and ``[]``, as when another thread's
+    store moves it to the end (pop, then set) right between the two."""
+
+    def __contains__(self, key: object) -> bool:
+        found = dict.__contains__(self, key)
+        if found:
+            self.pop(key)
+        return found
+
+
+def test_an_entry_moved_between_the_probe_and_the_read_is_a_miss():
+    """Found by the free-threaded stress layer: the hit read the entry with `in` then
+    `[]`, and a concurrent store's move raised KeyError out of lookup."""
+    t = CSTrie(cache=True)
+    t.subscribe("a.b", 1)
+    assert t.lookup("a.b") == {1}
+    t._cache.entries = _VanishingEntries(t._cache.entries)
+    assert t.lookup("a.b") == {1}  # a miss: walked
+    # ResultCache.hit, the same probe outside the trie, survives it too.
+    t._cache.entries = _VanishingEntries({"a.b": (t._cache.state.get(), frozenset({1}))})
+    assert t._cache.hit("a.b") is None
