@@ -14,8 +14,9 @@ counter does (:mod:`ctrie.size`), but only ever grows:
   (:func:`close_window`: the version moves on and the window closes), or 1 less if it did not
   commit. Every commit lies inside its window, and the version only grows, so no two
   instants with different contents share a ``state`` whose ``open`` is 0.
-- **A hit** reads ``state`` first, then the entry of the topic: an entry ``(s, result)``
-  with ``s == state`` answers ``result``. It linearizes at the read of ``state``: no window
+- **A hit** (in ``ctrie.cstrie._CachedCSTrie.lookup``, the whole of a hit's cost, so not
+  behind another call) reads ``state`` first, then the entry of the topic: an entry
+  ``(s, result)`` with ``s == state`` answers ``result``. It linearizes at the read of ``state``: no window
   was open then (``s`` has none), so every commit so far had moved the version and the
   content was that of version ``s``, which is what ``result`` holds.
 - **A miss** reads ``state`` (``s0``), walks the trie, reads ``state`` again, and stores
@@ -50,8 +51,6 @@ unsubscribed one too) until it is overwritten or swept.
 from __future__ import annotations
 
 from collections.abc import Hashable
-from typing import Optional
-
 from cereggii import AtomicInt64
 
 from .size import WINDOWS
@@ -84,21 +83,6 @@ class ResultCache:
         self.sweep_to = sweep_to
         # Lookups that missed (walked): the hit rate is 1 - misses / lookups.
         self.misses = AtomicInt64(0)
-
-    def hit(self, topic: str) -> Optional[frozenset]:
-        """The cached answer for the plain ``str`` ``topic``, or None (then the caller
-        walks). The cached trie's lookup inlines this (``ctrie.cstrie._CachedCSTrie``)."""
-        s = self.state.get()  # first: the hit linearizes here
-        d = self.entries
-        e = None
-        if topic in d:  # not dict.get: see ctrie/_ftdict.py
-            try:
-                e = d[topic]
-            except KeyError:  # a store moved it (pop, then set) between the two: a miss
-                pass
-        if e is not None and e[0] == s:
-            return e[1]
-        return None
 
     def store(self, topic: str, s0: int, result: frozenset) -> None:
         """Keep ``result`` for the plain ``str`` ``topic``, walked between two reads of the

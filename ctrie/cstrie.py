@@ -1554,8 +1554,9 @@ class _CachedCSTrie(CSTrie):
     def lookup(self, topic: str) -> frozenset:
         """As :meth:`CSTrie.lookup`; a topic looked up before, with no content change
         since, is answered from the cache: one atomic load and one dict probe."""
-        # The hit (ResultCache.hit, inlined: this is the whole cost of a hit): the state
-        # first, then the entry; the same read of the state is the miss's s0.
+        # The hit (the protocol is in ctrie.cache; written here, not behind a call, since
+        # this is the whole cost of a hit): the state first, then the entry; the same read
+        # of the state is the miss's s0.
         if type(topic) is not str:
             # Only plain str topics are cached: the key's own __eq__ and __hash__ must be
             # str's, or a subclass could answer for (or be answered as) another topic; the
