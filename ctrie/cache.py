@@ -98,7 +98,10 @@ class ResultCache:
     def _sweep(self, d: dict) -> None:
         """Replace the entries by the newest ``sweep_to`` still valid ones."""
         s = self.state.get()
-        keep = [kv for kv in list(d.items()) if kv[1][0] == s]
+        # Iterate a copy, made in one C step: iterating ``d`` itself allocates a tuple per
+        # entry, and on 3.11 a garbage collection there can run a finalizer, switch
+        # threads, and let another store change ``d`` (RuntimeError out of lookup).
+        keep = [kv for kv in d.copy().items() if kv[1][0] == s]
         self.entries = dict(keep[len(keep) - self.sweep_to:] if self.sweep_to else ())
 
     def __len__(self) -> int:

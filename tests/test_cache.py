@@ -260,3 +260,27 @@ def test_an_entry_moved_between_the_probe_and_the_read_is_a_miss():
     misses = t._cache.misses.get()
     assert t.lookup("a.b") == {1}  # a miss: walked
     assert t._cache.misses.get() == misses + 1
+
+
+class _ChangingWhileIterated(dict):
+    """Entries that another store changes while a sweep iterates them (as on 3.11, when a
+    garbage collection inside the iteration runs a finalizer and switches threads)."""
+
+    def items(self):
+        for i, kv in enumerate(list(dict.items(self))):
+            if i == 1:
+                self[f"late.{len(self)}"] = kv[1]  # a concurrent store
+                raise RuntimeError("dictionary changed size during iteration")
+            yield kv
+
+
+def test_a_sweep_is_not_disturbed_by_a_store_during_it():
+    """Found by review (3.11, finalizers in cyclic garbage): the sweep iterated the live
+    dict, and a store during it raised RuntimeError out of lookup."""
+    t = CSTrie(cache=True, cache_max=4, cache_sweep_to=2)
+    t.subscribe("t.>", "s")
+    for topic in ("t.1", "t.2", "t.3", "t.4"):
+        t.lookup(topic)
+    t._cache.entries = _ChangingWhileIterated(t._cache.entries)
+    assert t.lookup("t.5") == {"s"}  # the fifth entry: a sweep
+    assert list(t._cache.entries) == ["t.4", "t.5"]
