@@ -81,7 +81,7 @@ Costs, with ``T`` the threads that have used the trie:
   writes cost about ``T`` times a CS-trie write in all: replication trades write work for
   reads that share nothing.
 - Memory: ``T`` replicas, the last checkpoint, and the log since it (about
-  ``checkpoint_every`` entries, each holding its pattern and subscriber), whatever the
+  ``checkpoint_every`` entries, each holding its pattern's words and subscriber), whatever the
   threads do between operations. (A thread stopped in the middle of a write keeps the log
   from its place until it goes on, as a CS-trie writer stopped in a GCAS keeps what it
   read.)

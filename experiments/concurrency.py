@@ -139,7 +139,8 @@ def _hit_rate(out: list[float], matcher: Any, before: int | None, lookups: int) 
     """Append the share of a round's ``lookups`` that ``matcher``'s result cache answered
     (nothing for a matcher without one; see registry.computed_lookups)."""
     if before is not None and lookups > 0:
-        out.append(1 - (registry.computed_lookups(matcher) - before) / lookups)
+        out.append(registry.cache_hit_share(registry.computed_lookups(matcher) - before,
+                                            lookups))
 
 
 def _populated(algorithm: str, dialect: str, items: list[str],

@@ -18,6 +18,7 @@ __all__ = [
     "ALGORITHMS",
     "LABELS",
     "PahoMatcher",
+    "cache_hit_share",
     "computed_lookups",
     "dialects_for",
     "make",
@@ -178,6 +179,12 @@ def computed_lookups(matcher: Any) -> int | None:
         s = stats()
         return round(s["matches"] * (1 - s["cache_hit_rate"]))
     return None
+
+
+def cache_hit_share(walked: int, lookups: int) -> float:
+    """The share of ``lookups`` answered from a result cache when ``walked`` of them were
+    computed (the difference of two :func:`computed_lookups` readings)."""
+    return 1 - walked / lookups
 
 
 def populate(matcher: Any, patterns: Iterable[str], subscribers: Iterable[Hashable]) -> int:

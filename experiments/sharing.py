@@ -66,8 +66,16 @@ from .progress import bar
 
 __all__ = ["ABLATIONS", "MODES", "groups", "perf_counters", "run_sharing", "spread"]
 
-MODES = ("shared", "per-thread-own")
-ABLATIONS = ("per-thread", "shared-exited", "shared-topics", "shared-handle", "gc-off")
+#: A cell: (mode, gc off). A group: the cells whose rounds are interleaved, keyed by
+#: (algorithm, write share, threads, operations per worker, round-length sweep or not).
+Cell = tuple[str, bool]
+Group = tuple[str, float, int, int, bool]
+LIMIT: Cell = ("per-thread-own", False)
+#: Every group measures these; the ablation groups add ABLATIONS, one change each.
+MODES: tuple[Cell, ...] = (("shared", False), LIMIT)
+ABLATIONS: tuple[Cell, ...] = (("per-thread", False), ("shared-exited", False),
+                               ("shared-topics", False), ("shared-handle", False),
+                               ("shared", True), ("per-thread-own", True))
 #: The algorithms the ablations and round-length sweep run (the full grid runs all).
 ABLATION_ALGORITHMS = ("cstrie", "locked_trie_nocache")
 
@@ -114,9 +122,10 @@ class _Worker(threading.Thread):
         self.cpu_s = 0.0
         self.ctx = 0
         self.error: BaseException | None = None
-        # The matcher, its walked-lookup count before and after, and the lookups made.
+        # The matcher, its walked-lookup count before and after (None: no result cache),
+        # and the lookups made.
         self.m: Any = None
-        self.computed = (0, 0)
+        self.computed: tuple[int, int] | None = None
         self.lookups = 0
 
     def run(self) -> None:
@@ -187,14 +196,14 @@ def _hit_share(workers: list[_Worker]) -> float | None:
     spans: dict[int, list[int]] = {}
     lookups = sum(w.lookups for w in workers)
     for w in workers:
-        if w.computed == (0, 0) and registry.computed_lookups(w.m) is None:
+        if w.computed is None:
             return None
         lo, hi = w.computed
         span = spans.setdefault(id(w.m), [lo, hi])
         span[0], span[1] = min(span[0], lo), max(span[1], hi)
     if not lookups:
         return None
-    return 1 - sum(hi - lo for lo, hi in spans.values()) / lookups
+    return registry.cache_hit_share(sum(hi - lo for lo, hi in spans.values()), lookups)
 
 
 def _built_by_exited_thread(make: Any) -> Any:
@@ -267,13 +276,6 @@ def perf_counters() -> str:
     return "available: run under perf stat -e cache-misses,cache-references to read them"
 
 
-#: A cell: (mode, gc off). A group: the cells whose rounds are interleaved, keyed by
-#: (algorithm, write share, threads, operations per worker, round-length sweep or not).
-Cell = tuple[str, bool]
-Group = tuple[str, float, int, int, bool]
-LIMIT: Cell = ("per-thread-own", False)
-
-
 def groups(size: Any, algorithms: list[str]) -> dict[Group, list[Cell]]:
     """Every group of cells the run measures, in order."""
     out: dict[Group, list[Cell]] = {}
@@ -283,17 +285,13 @@ def groups(size: Any, algorithms: list[str]) -> dict[Group, list[Cell]]:
         ablate = a in ABLATION_ALGORITHMS
         for p in shares:
             for n in size.sharing_threads:
-                cells: list[Cell] = [("shared", False), LIMIT]
-                if ablate and p in abl_shares:
-                    cells += [("per-thread", False), ("shared-exited", False),
-                              ("shared-topics", False), ("shared-handle", False),
-                              ("shared", True), ("per-thread-own", True)]
+                cells = [*MODES, *ABLATIONS] if ablate and p in abl_shares else [*MODES]
                 out[(a, p, n, size.sharing_ops, False)] = cells
     for a in [x for x in ABLATION_ALGORITHMS if x in algorithms]:
         p = next((s for s in shares if s > 0), shares[0])
         for ops in size.sharing_round_ops:
             for n in size.sharing_threads:
-                out[(a, p, n, ops, True)] = [("shared", False), LIMIT]
+                out[(a, p, n, ops, True)] = [*MODES]
     return out
 
 

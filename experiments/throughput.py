@@ -99,7 +99,8 @@ def run_throughput(run: Run, algorithms: list[str], dialects: list[str]) -> None
                     elapsed = perf_counter() - t0
                     rates.append(len(msgs) / elapsed)
                     if before is not None:
-                        hit_rates.append(1 - (registry.computed_lookups(m) - before) / len(msgs))
+                        hit_rates.append(registry.cache_hit_share(
+                            registry.computed_lookups(m) - before, len(msgs)))
                     del m, look
                     progress.update(1)
             except Exception as exc:

@@ -151,12 +151,13 @@ def test_sharing_measures_every_mode_with_its_counters(results):
                     if mode == "per-thread-own":
                         assert paired == [1.0] * r["rounds"]
     for alg in ABLATION_ALGORITHMS:
-        modes = {r["params"]["mode"] for (a, _, _), r in cells.items() if a == alg}
-        assert {"per-thread", "shared-exited", "shared-topics", "shared-handle"} <= modes, modes
-        assert any(w.endswith("gc-off") for (a, w, _) in cells if a == alg)
+        measured = {(r["params"]["mode"], r["params"]["gc"] == "off")
+                    for (a, _, _), r in cells.items() if a == alg}
+        assert set(ABLATIONS) <= measured, set(ABLATIONS) - measured
+        assert {"per-thread", "shared-exited", "shared-topics", "shared-handle"} <= {
+            m for m, _ in measured}
         assert {int(w.split("/")[1]) for (a, w, _) in cells
                 if a == alg and w.startswith("roundlen/")} == set(size.sharing_round_ops)
-    assert "gc-off" in ABLATIONS
 
 
 def test_every_throughput_figure_carries_a_result_caches_hit_rate(results):
