@@ -55,6 +55,11 @@ much it changes the count, and counts it inside a window that a ``len()`` read c
 (:mod:`ctrie.size`): the read linearizes at an instant when no count was pending.
 """
 
+# size: one module for the whole algorithm. The walk, the writes, their clean-up and the
+# snapshots share the invariants of the GCAS/RDCSS protocol, and the hot paths inline one
+# another by hand (no calls between them): split apart, each part would state invariants
+# it cannot see.
+
 from __future__ import annotations
 
 import time

@@ -18,22 +18,26 @@ It reproduces the experiments of *Fast Topic Matching* and *Breaking and Enterin
 - ``charts`` and ``summary``: figures and the target-ratio table, from result files only.
 
 Measuring needs only the standard library, ``cereggii`` and this package; pyperf, tqdm and
-paho-mqtt are used where installed, matplotlib only by ``charts``. Modules:
+paho-mqtt are used where installed, matplotlib only by ``charts``.
 
-=================  =====================================================================
-``cli``            the argument parser and the ``--python`` re-exec
-``config``         the three run sizes (``full``, ``quick``, ``smoke``)
-``env``            the build and run metadata every record carries; result files
-``records``        reading result files back (charts, summary, tests)
-``workloads``      the seeded workloads of ``methodology.md``
-``registry``       the matchers measured, their constructors and their limits
-``microbench``     per-operation timing: pyperf worker groups or the stdlib fallback
-``benchfuncs``     the timed loops of ``latency`` and ``primitives``
-``throughput``, ``memory``, ``concurrency``, ``ownership``, ``starvation``,
-``level_width``, ``sharing``: the other experiments
-``charts``, ``summary``, ``sharing_report``: figures, targets, and the sharing
-experiment's tables with its many-core model
-=================  =====================================================================
+The folders follow the study's chain, workloads -> measurements -> result records ->
+figures and tables -> paper:
+
+=====================  ===============================================================
+``workloads``          the seeded workloads of ``methodology.md``
+``measure/``           one module per experiment (see :mod:`experiments.measure`)
+``env``, ``records``   the run metadata every record carries and the result files;
+                       reading them back
+``report/``            figures, the target summary, the paper's tables and the paper,
+                       from records only (see :mod:`experiments.report`)
+``pipeline/``          the Spark pipeline: generate, route and aggregate at scale
+=====================  ===============================================================
+
+Shared plumbing beside them: ``cli`` (the argument parser and the ``--python`` re-exec),
+``config`` (the run sizes), ``registry`` (the matchers measured, their constructors and
+limits) and ``progress`` (progress bars). Imports go one way: ``report`` takes only the names of
+cells from ``measure`` (which algorithms and workloads an experiment has) and ``measure``
+never imports ``report``; ``tests/test_package_layout.py`` checks there is no import circle.
 """
 
 __all__: list[str] = []

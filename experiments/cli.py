@@ -25,7 +25,7 @@ from pathlib import Path
 
 from .config import SIZES, Size
 from .env import PROJECT_ROOT, Run, default_figures_dir, default_results_root
-from .summary import README_BEGIN, README_END, update_readme
+from .report.summary import README_BEGIN, README_END, update_readme
 from .registry import ALGORITHMS
 
 __all__ = ["main"]
@@ -289,8 +289,8 @@ def _measure(args: argparse.Namespace, argv: list[str]) -> int:
         print(f"error: {sys.executable} cannot import the package ({exc}); install it there "
               "(pip install -e .) or pick another --python", file=sys.stderr)
         return 2
-    from . import (concurrency, level_width, memory, microbench, ownership, sharing,
-                   starvation, throughput)
+    from .measure import (contention, level_width, lockfree, memory, microbench, ownership,
+                          scaling, sharing, starvation, throughput)
     from .registry import dialects_for
 
     root = args.out if args.out is not None else default_results_root()
@@ -310,9 +310,9 @@ def _measure(args: argparse.Namespace, argv: list[str]) -> int:
         "latency": latency,
         "throughput": lambda: throughput.run_throughput(run, algorithms, dialects),
         "memory": lambda: memory.run_memory(run, algorithms, dialects),
-        "scaling": lambda: concurrency.run_scaling(run, algorithms, dialects),
-        "lockfree": lambda: concurrency.run_lockfree(run, algorithms, dialects),
-        "contention": lambda: concurrency.run_contention(run, algorithms, dialects),
+        "scaling": lambda: scaling.run_scaling(run, algorithms, dialects),
+        "lockfree": lambda: lockfree.run_lockfree(run, algorithms, dialects),
+        "contention": lambda: contention.run_contention(run, algorithms, dialects),
         "sharing": lambda: sharing.run_sharing(run, algorithms, dialects),
         "ownership": lambda: ownership.run_ownership(run, algorithms, dialects),
         "starvation": lambda: starvation.run_starvation(run, algorithms, dialects),
@@ -350,7 +350,7 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, "python", None):
             return _reexec(args.python, argv)
         if args.command == "charts":
-            from .charts import run_charts
+            from .report.charts import run_charts
 
             for path in run_charts(args.source, args.out, tuple(args.formats)):
                 print(f"wrote {path}")
@@ -360,12 +360,12 @@ def main(argv: list[str] | None = None) -> int:
 
             return run_pipeline(args)
         if args.command == "paper":
-            from .paper import run_paper
+            from .report.paper import run_paper
 
             print(f"wrote {run_paper(args.source, args.template, args.out)}")
             return 0
         if args.command == "summary":
-            from .summary import run_summary
+            from .report.summary import run_summary
 
             rows = run_summary(args.source)
             if args.readme is not None:

@@ -53,7 +53,7 @@ class Size:
     contention_ops: int
     contention_rounds: int
     # sharing: thread counts, operations per worker, rounds, write shares, and the round
-    # lengths of its round-length sweep (see experiments/sharing.py)
+    # lengths of its round-length sweep (see experiments/measure/sharing.py)
     sharing_threads: tuple[int, ...]
     sharing_ops: int
     sharing_rounds: int

@@ -44,7 +44,7 @@ DENSE_TARGETS = ("dense_lookup_vs_paho", "dense_lookup_vs_lockedtrie")
 def latency_cells(algorithm: str, dialect: str) -> set[str]:
     """The latency workloads of one group: the 12 cells, and the dense lookup for its three
     matchers on the MQTT form."""
-    from experiments.benchfuncs import DENSE_ALGORITHMS
+    from experiments.measure.latency import DENSE_ALGORITHMS
 
     dense = algorithm in DENSE_ALGORITHMS and dialect == "mqtt"
     return LATENCY_CELLS | ({DENSE_CELL} if dense else set())
@@ -129,7 +129,7 @@ def test_sharing_measures_every_mode_with_its_counters(results):
     ablations and the round-length sweep for the CS-trie and LockedTrie; the CS-trie's
     event counters and the context switches beside each measured cell."""
     from experiments.config import SIZES
-    from experiments.sharing import ABLATION_ALGORITHMS, ABLATIONS
+    from experiments.measure.sharing import ABLATION_ALGORITHMS, ABLATIONS
 
     size = SIZES["smoke"]
     _, recs = results
@@ -187,7 +187,7 @@ def test_ownership_pairs_builder_with_other_reader(results):
 
 
 def test_starvation_records_every_workload_with_the_writer_rate(results):
-    from experiments.starvation import ALGORITHMS as STARVED, workloads
+    from experiments.measure.starvation import ALGORITHMS as STARVED, workloads
 
     _, recs = results
     cells = {(r["algorithm"], r["workload"]): r for r in by_experiment(recs, "starvation")}
@@ -237,7 +237,7 @@ def test_latency_cells_and_dialects(results):
 
 
 def test_dense_lookup_runs_beside_the_sparse_one(results):
-    from experiments.benchfuncs import DENSE_ALGORITHMS
+    from experiments.measure.latency import DENSE_ALGORITHMS
     from experiments.config import SIZES
 
     _, recs = results
@@ -281,7 +281,7 @@ def test_dense_workload_is_seeded_distinct_and_dense():
 
 def test_level_width_measures_both_tries_at_every_width(results):
     from experiments.config import SIZES
-    from experiments.level_width import ALGORITHMS as WIDTH_ALGORITHMS, WORKLOADS, ops_for
+    from experiments.measure.level_width import ALGORITHMS as WIDTH_ALGORITHMS, WORKLOADS, ops_for
 
     _, recs = results
     size = SIZES["smoke"]
@@ -298,8 +298,8 @@ def test_level_width_measures_both_tries_at_every_width(results):
 
 def test_level_width_chart_draws_a_line_per_trie_and_build(results):
     pytest.importorskip("matplotlib")
-    from experiments.charts import fig_level_width
-    from experiments.level_width import ALGORITHMS as WIDTH_ALGORITHMS, WORKLOADS
+    from experiments.report.charts import fig_level_width
+    from experiments.measure.level_width import ALGORITHMS as WIDTH_ALGORITHMS, WORKLOADS
 
     _, recs = results
     mine = by_experiment(recs, "level_width")
@@ -362,7 +362,7 @@ def test_charts_and_summary_from_the_records(results, tmp_path):
     out, _ = results
     figs = tmp_path / "figures"
     ok_or_fail(cli("charts", "--from", str(out), "--out", str(figs)))
-    from experiments.charts import FIGURES
+    from experiments.report.charts import FIGURES
 
     for name in FIGURES:
         for fmt in ("png", "svg"):
@@ -372,7 +372,7 @@ def test_charts_and_summary_from_the_records(results, tmp_path):
     ok_or_fail(proc)
     table = json.loads((out / "summary-latest.json").read_text())
     keys = {row["target"] for row in table["rows"]}
-    from experiments.summary import TARGETS
+    from experiments.report.summary import TARGETS
 
     assert keys == {t.key for t in TARGETS}
     for row in table["rows"]:
@@ -428,7 +428,7 @@ def test_python_option_reruns_under_the_given_interpreter(tmp_path):
 
 
 def test_summary_arithmetic():
-    from experiments.summary import compute
+    from experiments.report.summary import compute
 
     def rec(alg: str, median: float, **kw: object) -> dict:
         base = {"experiment": "latency", "algorithm": alg, "dialect": "mqtt",

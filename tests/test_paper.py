@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from experiments.paper import PUBLISHED_LATENCY, render
+from experiments.report.paper import render
+from experiments.report.tables import PUBLISHED_LATENCY
 
 
 def _rec(**kw):

@@ -3,7 +3,7 @@ CSTrie against LockedTrie in one run, on whatever interpreter runs this:
 
 - build: seconds to subscribe N subscribers to one pattern (``stock.>``), and N MQTT devices
   under one level (``devices/<i>/telemetry``); median of ``--rounds``, matchers interleaved;
-- memory per subscription (tracemalloc, as experiments/memory.py counts it) of the harness's
+- memory per subscription (tracemalloc, as experiments/measure/memory.py counts it) of the harness's
   distinct 3-word workload at ``--memory-n`` pairs, fresh; and at ``--churn-n`` pairs fresh
   and after one short-lived sibling subscription beside each pattern (subscribed, then
   unsubscribed: same content);

@@ -33,7 +33,7 @@ from ctrie import CSTrie  # noqa: E402
 from ctrie import nodes as _nodes  # noqa: E402
 
 LEAF_MAX = getattr(_nodes, "LEAF_MAX", None)  # None: a checkout from before hash levels
-from experiments.level_width import build, ops_for, time_lookups, time_writes  # noqa: E402  (the harness's method)
+from experiments.measure.level_width import build, ops_for, time_lookups, time_writes  # noqa: E402  (the harness's method)
 
 
 def main() -> None:

@@ -2,7 +2,7 @@
 
 For each source tree given (``--tree DIR``, repeatable; default this checkout) the matchers
 (``ctrie``, ``baselines``) come from that tree and the reader/writer rounds from this
-checkout's ``experiments.starvation``, in a child process of the running interpreter; rounds
+checkout's ``experiments.measure.starvation``, in a child process of the running interpreter; rounds
 are interleaved between trees, so that a change in the machine's load hits every tree alike.
 
 Prints the interpreter, GIL state, CPU count, load, commits and seed; then per tree, algorithm
@@ -38,7 +38,7 @@ def child(tree: str, algorithm: str, workload: str, seconds: float) -> dict:
         assert str(Path(mod.__file__).resolve()).startswith(str(Path(tree).resolve())), mod.__file__
     sys.path.remove(tree)
     sys.path.insert(0, str(ROOT))  # the rounds from this checkout; ctrie stays the tree's
-    from experiments.starvation import _round, _setup
+    from experiments.measure.starvation import _round, _setup
 
     pairs, topic, step = _setup(workload)
     m = ctrie.CSTrie("nats") if algorithm == "cstrie" else baselines.LockedTrie("nats", cache=False)
@@ -62,7 +62,7 @@ def main() -> None:
         print(json.dumps(child(tree, algorithm, workload, args.seconds)))
         return
     sys.path.insert(0, str(ROOT))
-    from experiments.starvation import workloads
+    from experiments.measure.starvation import workloads
 
     trees = args.tree or [str(ROOT)]
     env = environment(trees, rounds=args.rounds, seconds=args.seconds)

@@ -19,9 +19,9 @@ from time import perf_counter
 
 from ctrie import matches
 
-from . import registry, workloads
-from .env import Run
-from .progress import bar
+from .. import registry, workloads
+from ..env import Run
+from ..progress import bar
 
 __all__ = ["run_throughput"]
 

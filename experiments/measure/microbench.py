@@ -7,7 +7,7 @@ For each group (a latency ``algorithm:dialect``, or ``primitives``):
    cannot take its group down; a benchmark with a ``skip`` reason is recorded as
    ``skipped``;
 2. *pyperf* (when importable, or ``--method pyperf``): ``python -m
-   experiments._pyperf_worker`` runs the group and writes pyperf JSON under
+   experiments.measure._pyperf_worker`` runs the group and writes pyperf JSON under
    ``<build>/pyperf/``; its console output goes to a ``.log`` beside it;
 3. *timeit* (``--method timeit``, or no pyperf): the same time functions run in this
    process: loops calibrated to the size's minimum time, warm-ups, then values.
@@ -27,14 +27,30 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from . import registry
-from .benchfuncs import Bench, benches
-from .env import PROJECT_ROOT, Run
-from .progress import bar
+from .. import registry
+from ..config import SIZES
+from ..env import PROJECT_ROOT, Run
+from ..progress import bar
+from .bench import Bench
+from .latency import latency_benches
+from .primitives import primitive_benches
 
-__all__ = ["pyperf_unavailable", "run_groups"]
+__all__ = ["benches", "pyperf_unavailable", "run_groups"]
 
 _NS = 1e9
+
+
+def benches(suite: str, group: str, seed: int, size_name: str) -> list[Bench]:
+    """The benchmarks of one group: ``latency`` ``<algorithm>:<dialect>``, or ``primitives``."""
+    size = SIZES[size_name]
+    if suite == "latency":
+        algorithm, _, dialect = group.partition(":")
+        return latency_benches(algorithm, dialect, seed, size.hot_population,
+                               size.latency_batch, size.lookup_pool, size.dense_filters,
+                               size.dense_topics)
+    if suite == "primitives":
+        return primitive_benches()
+    raise ValueError(f"unknown suite {suite!r}")
 
 
 def pyperf_unavailable() -> str | None:
@@ -99,7 +115,7 @@ def _run_pyperf(run: Run, experiment: str, suite: str, group: str, names: list[s
     out = run.new_path(stem, ".json", subdir="pyperf")
     log = out.with_suffix(".log")
     run.files.append(log)
-    cmd = [sys.executable, "-m", "experiments._pyperf_worker", "--suite", suite,
+    cmd = [sys.executable, "-m", "experiments.measure._pyperf_worker", "--suite", suite,
            "--group", group, "--bench-seed", str(run.seed), "--bench-size", run.size.name,
            "--only", ",".join(names), *run.size.pyperf_args, "-o", str(out)]
     if loops:

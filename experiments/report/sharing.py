@@ -16,8 +16,8 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from .records import Record, build_order, cells, latest_run
-from .registry import ALGORITHMS, LABELS
+from ..records import Record, build_order, cells, latest_run
+from ..registry import ALGORITHMS, LABELS
 
 __all__ = ["ablation_table", "model_table", "roundlen_table", "sharing_facts", "sharing_table"]
 
@@ -264,7 +264,7 @@ def model_table(records: list[Record]) -> str:
     if not rows:
         return "_No sharing results to model._"
     lines.append("")
-    lines.append("**A model, not a measurement** (`experiments/sharing_report.py`, "
+    lines.append("**A model, not a measurement** (`experiments/report/sharing.py`, "
                  "`model_table`): ops/s extrapolated from the CPU µs per operation measured at "
                  "1 and 2 threads; the 2-thread column is the model's own fit, beside the "
                  "measured rate.")

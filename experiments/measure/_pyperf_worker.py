@@ -1,6 +1,6 @@
-"""The pyperf script of one benchmark group (run by :mod:`experiments.microbench`).
+"""The pyperf script of one benchmark group (run by :mod:`experiments.measure.microbench`).
 
-    python -m experiments._pyperf_worker --suite latency --group cstrie:nats \\
+    python -m experiments.measure._pyperf_worker --suite latency --group cstrie:nats \\
         --bench-seed 1 --bench-size quick [--only NAME,NAME] [pyperf options] -o out.json
 
 pyperf re-runs this module in worker processes (``--worker``) and parses ``sys.argv``
@@ -14,9 +14,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .benchfuncs import benches
+from .microbench import benches
 
-_PROGRAM = ("-m", "experiments._pyperf_worker")
+_PROGRAM = ("-m", "experiments.measure._pyperf_worker")
 
 
 def _add_cmdline_args(cmd: list[str], args: argparse.Namespace) -> None:

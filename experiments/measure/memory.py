@@ -24,9 +24,9 @@ import gc
 import math
 import tracemalloc
 
-from . import registry, workloads
-from .env import Run
-from .progress import bar
+from .. import registry, workloads
+from ..env import Run
+from ..progress import bar
 
 __all__ = ["run_memory"]
 

@@ -1,10 +1,5 @@
-"""The timed loops of the ``latency`` and ``primitives`` experiments.
-
-Each benchmark is a :class:`Bench`: a name and a *time function* ``f(loops) -> seconds``
-in the form of pyperf's ``Runner.bench_time_func`` (the function times only the work it
-should; set-up such as the hot population happens on the first call, untimed). The same
-functions are run by pyperf worker processes (:mod:`experiments._pyperf_worker`) or, where
-pyperf is not installed, by the stdlib fallback in :mod:`experiments.microbench`.
+"""The ``latency`` experiment's timed loops (:class:`~experiments.measure.bench.Bench`
+objects, run by :mod:`experiments.measure.microbench`).
 
 Latency benchmarks of one ``(algorithm, dialect)`` group, named ``<op>/<state>/<variant>``:
 
@@ -32,17 +27,14 @@ bitmap is sized for 5 words.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from itertools import repeat
 from time import perf_counter
 from typing import Any
 
-from . import registry, workloads
+from .. import registry, workloads
+from .bench import Bench, TimeFunc
 
-__all__ = ["DENSE_ALGORITHMS", "PRIMITIVES", "Bench", "benches", "dense_lookup_bench",
-           "latency_benches", "primitive_benches"]
-
-TimeFunc = Callable[[int], float]
+__all__ = ["DENSE_ALGORITHMS", "dense_lookup_bench", "latency_benches"]
 
 #: Subscriber of the timed latency operations.
 SUBSCRIBER = "s"
@@ -53,32 +45,6 @@ DENSE_ALGORITHMS = ("cstrie", "locked_trie_nocache", "paho")
 DENSE_DIALECT = "mqtt"
 #: Dense topics whose answers are checked against ``ctrie.matches`` before timing.
 DENSE_ORACLE_TOPICS = 20
-
-
-@dataclass
-class Bench:
-    """One benchmark: ``setup()`` returns the time function; ``skip`` says why it cannot run."""
-
-    name: str
-    setup: Callable[[], TimeFunc] | None
-    inner_loops: int = 1
-    params: dict[str, Any] = field(default_factory=dict)
-    skip: str | None = None
-    #: Fixed loop count instead of calibration, for a benchmark whose untimed set-up per
-    #: loop dwarfs its timed part (calibrating on the timed part would take minutes).
-    loops: int | None = None
-
-    _func: TimeFunc | None = None
-
-    def __call__(self, loops: int) -> float:
-        """Time ``loops`` iterations; the first call builds the state (untimed)."""
-        if self._func is None:
-            assert self.setup is not None, self.skip
-            self._func = self.setup()
-        return self._func(loops)
-
-
-# --- latency --------------------------------------------------------------------------------
 
 
 def _forms(dialect: str) -> Callable[[str], str]:
@@ -284,175 +250,3 @@ def dense_lookup_bench(algorithm: str, dialect: str, seed: int, filters: int, to
         params["matches_per_topic"] = sum(len(look(t)) for t in tops) / len(tops)
         return _cycle(look, tops)
     return Bench("lookup/dense/distinct", setup, params=params)
-
-
-# --- primitives -----------------------------------------------------------------------------
-
-
-def _loop_overhead() -> TimeFunc:
-    def f(loops: int) -> float:
-        t0 = perf_counter()
-        for _ in repeat(None, loops):
-            pass
-        return perf_counter() - t0
-    return f
-
-
-def _atomicref_get() -> TimeFunc:
-    from cereggii import AtomicRef
-
-    get = AtomicRef(object()).get
-
-    def f(loops: int) -> float:
-        t0 = perf_counter()
-        for _ in repeat(None, loops):
-            get()
-        return perf_counter() - t0
-    return f
-
-
-def _atomicref_cas_success() -> TimeFunc:
-    from cereggii import AtomicRef
-
-    a, b = object(), object()
-    cas = AtomicRef(a).compare_and_set
-
-    def f(loops: int) -> float:  # two successful CASes per loop (inner_loops=2)
-        t0 = perf_counter()
-        for _ in repeat(None, loops):
-            cas(a, b)
-            cas(b, a)
-        return perf_counter() - t0
-    return f
-
-
-def _atomicref_cas_failure() -> TimeFunc:
-    from cereggii import AtomicRef
-
-    a, b = object(), object()
-    cas = AtomicRef(a).compare_and_set
-
-    def f(loops: int) -> float:
-        t0 = perf_counter()
-        for _ in repeat(None, loops):
-            cas(b, b)
-        return perf_counter() - t0
-    return f
-
-
-def _lock_acquire_release() -> TimeFunc:
-    import threading
-
-    lock = threading.Lock()
-    acquire, release = lock.acquire, lock.release
-
-    def f(loops: int) -> float:
-        t0 = perf_counter()
-        for _ in repeat(None, loops):
-            acquire()
-            release()
-        return perf_counter() - t0
-    return f
-
-
-def _rwlock(side: str) -> Callable[[], TimeFunc]:
-    def setup() -> TimeFunc:
-        from baselines.rwlock import RWLock
-
-        rw = RWLock()
-        if side == "read":
-            acquire, release = rw.acquire_read, rw.release_read
-        else:
-            acquire, release = rw.acquire_write, rw.release_write
-
-        def f(loops: int) -> float:
-            t0 = perf_counter()
-            for _ in repeat(None, loops):
-                acquire()
-                release()
-            return perf_counter() - t0
-        return f
-    return setup
-
-
-def atomics_unavailable() -> str | None:
-    """Why the ``atomics`` package cannot be used here, or None."""
-    try:
-        import atomics
-
-        a = atomics.atomic(width=8, atype=atomics.INT)
-        a.load()
-    except Exception as exc:  # ImportError, or a build that imports but cannot run
-        return f"not available: {type(exc).__name__}: {exc}"
-    return None
-
-
-def _atomics_load() -> TimeFunc:
-    import atomics
-
-    load = atomics.atomic(width=8, atype=atomics.INT).load
-
-    def f(loops: int) -> float:
-        t0 = perf_counter()
-        for _ in repeat(None, loops):
-            load()
-        return perf_counter() - t0
-    return f
-
-
-def _atomics_cas() -> TimeFunc:
-    import atomics
-
-    cas = atomics.atomic(width=8, atype=atomics.INT).cmpxchg_strong
-
-    def f(loops: int) -> float:  # two successful compare-exchanges per loop
-        t0 = perf_counter()
-        for _ in repeat(None, loops):
-            cas(0, 1)
-            cas(1, 0)
-        return perf_counter() - t0
-    return f
-
-
-#: The primitive benchmarks, in the order tables and figures list them.
-PRIMITIVES = ("loop_overhead", "atomicref_get", "atomicref_cas_success",
-              "atomicref_cas_failure", "lock_acquire_release", "rwlock_read", "rwlock_write",
-              "atomics_load", "atomics_cas")
-
-
-def primitive_benches() -> list[Bench]:
-    """The primitive benchmarks: each times one operation (or one acquire+release pair)."""
-    atomics_skip = atomics_unavailable()
-    return [
-        Bench("loop_overhead", _loop_overhead, params={"op": "empty loop iteration"}),
-        Bench("atomicref_get", _atomicref_get, params={"op": "cereggii.AtomicRef.get"}),
-        Bench("atomicref_cas_success", _atomicref_cas_success, inner_loops=2,
-              params={"op": "cereggii.AtomicRef.compare_and_set, succeeding"}),
-        Bench("atomicref_cas_failure", _atomicref_cas_failure,
-              params={"op": "cereggii.AtomicRef.compare_and_set, failing"}),
-        Bench("lock_acquire_release", _lock_acquire_release,
-              params={"op": "threading.Lock acquire+release, uncontended"}),
-        Bench("rwlock_read", _rwlock("read"),
-              params={"op": "baselines.rwlock.RWLock acquire_read+release_read"}),
-        Bench("rwlock_write", _rwlock("write"),
-              params={"op": "baselines.rwlock.RWLock acquire_write+release_write"}),
-        Bench("atomics_load", _atomics_load, params={"op": "atomics int load"},
-              skip=atomics_skip),
-        Bench("atomics_cas", _atomics_cas, inner_loops=2,
-              params={"op": "atomics int cmpxchg_strong, succeeding"}, skip=atomics_skip),
-    ]
-
-
-def benches(suite: str, group: str, seed: int, size_name: str) -> list[Bench]:
-    """The benchmarks of one group: ``latency`` ``<algorithm>:<dialect>``, or ``primitives``."""
-    from .config import SIZES
-
-    size = SIZES[size_name]
-    if suite == "latency":
-        algorithm, _, dialect = group.partition(":")
-        return latency_benches(algorithm, dialect, seed, size.hot_population,
-                               size.latency_batch, size.lookup_pool, size.dense_filters,
-                               size.dense_topics)
-    if suite == "primitives":
-        return primitive_benches()
-    raise ValueError(f"unknown suite {suite!r}")

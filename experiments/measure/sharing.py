@@ -59,10 +59,10 @@ from collections.abc import Hashable
 from time import perf_counter, thread_time
 from typing import Any
 
-from . import registry, workloads
-from .concurrency import HOT_WORDS, ROUND_TIMEOUT
-from .env import Run
-from .progress import bar
+from .. import registry, workloads
+from .rounds import HOT_WORDS, ROUND_TIMEOUT
+from ..env import Run
+from ..progress import bar
 
 __all__ = ["ABLATIONS", "MODES", "groups", "perf_counters", "run_sharing", "spread"]
 

@@ -25,10 +25,10 @@ from functools import partial
 from time import perf_counter
 from typing import Any
 
-from . import registry
-from .env import Run
-from .progress import bar
-from .workloads import inbox
+from .. import registry
+from ..env import Run
+from ..progress import bar
+from ..workloads import inbox
 
 __all__ = ["ALGORITHMS", "MIN_OPS", "OPS_BUDGET", "WORKLOADS", "build", "ops_for",
            "run_level_width", "time_lookups", "time_writes"]

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from .records import Record, build_order, cells, load, run_rank
+from ..records import Record, build_order, cells, load, run_rank
 
 __all__ = ["README_BEGIN", "README_END", "TARGETS", "Target", "compute", "run_summary",
            "update_readme"]

@@ -27,9 +27,9 @@ import threading
 from time import perf_counter
 from typing import Any, Callable
 
-from . import registry
-from .env import Run
-from .progress import bar
+from .. import registry
+from ..env import Run
+from ..progress import bar
 
 __all__ = ["ALGORITHMS", "FORK_DEPTHS", "HOT_WRITERS", "run_starvation"]
 

@@ -1,0 +1,142 @@
+"""Timed concurrent rounds: what ``scaling``, ``lockfree``, ``contention`` and ``sharing``
+share.
+
+A *round* builds a fresh matcher, prepares it untimed, starts every worker thread at one
+``threading.Barrier`` and waits for all of them; its figure is the wall time from the
+first worker leaving the barrier to the last one finishing (each worker stamps its own
+start and end). A worker that raises makes the cell ``failed`` with the error; a round that
+does not finish within ``ROUND_TIMEOUT`` seconds too.
+
+Every round also yields the CPU time its workers used; :func:`store_cpu` turns it into the
+CPU time per operation (``params.cpu_per_op_us``) and the parallelism actually obtained
+(``params.parallelism`` = CPU time / wall time): a throughput that does not scale is
+contention when CPU per operation rises, and scheduling when parallelism stays below the
+thread count while CPU per operation does not. A matcher with a result cache also records
+the share of the round's lookups it answered from it (:func:`add_hit_share`,
+``params.cache_hit_rate``, median over rounds).
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+from collections.abc import Callable, Hashable
+from time import perf_counter, thread_time
+from typing import Any, NamedTuple
+
+from .. import registry, workloads
+
+__all__ = ["HOT_WORDS", "ROUND_TIMEOUT", "Round", "add_hit_share", "dialect_form", "populated",
+           "spread", "store_cpu", "timed_round"]
+
+#: Seconds a round may take before it is declared hung.
+ROUND_TIMEOUT = 600.0
+HOT_WORDS = 5
+
+
+class _Worker(threading.Thread):
+    """Runs its operations after the barrier; keeps its exception for the caller."""
+
+    def __init__(self, barrier: threading.Barrier, ops: list[tuple[bool, str]],
+                 sub: Callable, look: Callable, subscriber: Hashable) -> None:
+        super().__init__(daemon=True)
+        self.barrier, self.ops, self.sub, self.look = barrier, ops, sub, look
+        self.subscriber = subscriber
+        self.start_t = self.end_t = 0.0
+        self.cpu_s = 0.0
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        sub, look, who = self.sub, self.look, self.subscriber
+        try:
+            self.barrier.wait()
+            # The CPU-time interval nests inside the wall-time one, so that CPU / wall cannot
+            # exceed the thread count by the cost of the clock reads (it did, in short rounds).
+            self.start_t = perf_counter()
+            cpu0 = thread_time()
+            for write, item in self.ops:
+                if write:
+                    sub(item, who)
+                else:
+                    look(item)
+            self.cpu_s = thread_time() - cpu0
+            self.end_t = perf_counter()
+        except BaseException as exc:  # re-raised by timed_round
+            self.error = exc
+            self.barrier.abort()
+
+
+class Round(NamedTuple):
+    """What one round measured: its wall time and the CPU time its workers used.
+
+    ``cpu_s`` sums each worker's ``time.thread_time`` over its operations. ``cpu_s / wall_s``
+    is the parallelism the round actually got: on 2 cores it cannot exceed 2, and it falls
+    below the thread count when the machine has no free core to give (scheduling). CPU time
+    per operation rising with the thread count is contention (cache lines, locks, reference
+    counts); separating the two is why both are recorded.
+    """
+
+    wall_s: float
+    cpu_s: float
+
+
+def timed_round(matcher: Any, plans: list[tuple[list[tuple[bool, str]], Hashable]], *,
+                per_thread: list[Any] | None = None) -> Round:
+    """Run one round: one thread per ``(ops, subscriber)`` plan; return wall and CPU time.
+
+    Every thread works on ``matcher``, unless ``per_thread`` gives each plan its own.
+    """
+    barrier = threading.Barrier(len(plans))
+    targets = per_thread if per_thread is not None else [matcher] * len(plans)
+    workers = [_Worker(barrier, ops, m.subscribe, m.lookup, who)
+               for (ops, who), m in zip(plans, targets, strict=True)]
+    gc.collect()
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(ROUND_TIMEOUT)
+        if w.is_alive():
+            raise TimeoutError(f"a worker did not finish within {ROUND_TIMEOUT:.0f} s")
+    errors = [w.error for w in workers if w.error is not None]
+    if errors:
+        # The first worker to fail aborts the barrier; report its error, not the others'.
+        raise next((e for e in errors if not isinstance(e, threading.BrokenBarrierError)),
+                   errors[0])
+    return Round(max(w.end_t for w in workers) - min(w.start_t for w in workers),
+                 sum(w.cpu_s for w in workers))
+
+
+def dialect_form(dialect: str) -> Callable[[str], str]:
+    return workloads.to_mqtt if dialect == "mqtt" else (lambda s: s)
+
+
+def spread(values: list[float]) -> dict[str, float]:
+    v = sorted(values)
+    return {"median": v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2,
+            "min": v[0], "max": v[-1]}
+
+
+def add_hit_share(out: list[float], matcher: Any, before: int | None, lookups: int) -> None:
+    """Append the share of a round's ``lookups`` that ``matcher``'s result cache answered
+    (nothing for a matcher without one; see registry.computed_lookups)."""
+    if before is not None and lookups > 0:
+        out.append(registry.cache_hit_share(registry.computed_lookups(matcher) - before,
+                                            lookups))
+
+
+def populated(algorithm: str, dialect: str, items: list[str],
+               hot: list[str]) -> tuple[Any, int]:
+    """A fresh ``algorithm`` matcher holding the hot population (untimed preparation), and
+    how many of the patterns it refused."""
+    m = registry.make(algorithm, dialect, topic_space=[*items, *hot], max_words=HOT_WORDS)
+    return m, registry.populate(m, hot, [f"h{i}" for i in range(len(hot))])
+
+
+def store_cpu(params: dict[str, Any], walls: list[float], cpus: list[float],
+                total_ops: int) -> None:
+    """Store the rounds' wall and CPU times, CPU per operation and parallelism in ``params``."""
+    params["wall_s"] = spread(walls)
+    params["wall_s_values"] = walls
+    params["cpu_s_values"] = cpus
+    params["cpu_per_op_us"] = spread([c / total_ops * 1e6 for c in cpus])
+    params["parallelism"] = spread([c / w for c, w in zip(cpus, walls) if w > 0])

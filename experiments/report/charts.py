@@ -1,0 +1,298 @@
+"""Figures from result files only: ``python -m experiments charts --from DIR``.
+
+One function per figure; each takes the loaded records and returns a matplotlib figure (or
+None when there is nothing to draw). Each figure uses, per build, the latest run of its
+experiment, and puts builds side by side (GIL first, then free-threaded) when several are
+present, or, where one panel compares them (``level_width``), one line per build. Points are medians; error bars span min to max over the rounds or values.
+Figures are written as PNG and SVG (Agg backend; no display needed).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..progress import bar
+from ..records import Record, cells, load
+from ..registry import ALGORITHMS
+from .plotting import (COLORS, MARKERS, build_name, build_title, dot_rows, error_bars,
+                       latest_runs, missing_note, plain_log, pyplot, series_label,
+                       series_legend, thousands)
+from .charts_threads import fig_contention, fig_lockfree, fig_scaling, fig_sharing
+
+__all__ = ["FIGURES", "fig_latency", "fig_level_width", "fig_memory", "fig_primitives",
+           "fig_throughput", "run_charts"]
+
+
+# --- latency ----------------------------------------------------------------------------------
+
+_OPS = ("subscribe", "unsubscribe", "lookup")
+_SECOND_VARIANT = {"subscribe": "real", "unsubscribe": "real", "lookup": "distinct"}
+_VARIANT_LABEL = {
+    "faithful": "faithful (repeated op, as the original)",
+    "real": "real work (fresh patterns)",
+    "distinct": "distinct topics (no cache hits)",
+}
+
+
+def fig_latency(recs: list[Record], state: str) -> Any:
+    """Latency per operation (``state`` cold or hot): faithful vs real-work, log scale."""
+    runs = latest_runs(recs, "latency")
+    if not runs:
+        return None
+    plt = pyplot()
+    fig, axes = plt.subplots(len(runs), 3, figsize=(16, 4.2 * len(runs) + 0.9),
+                             squeeze=False)
+    for row, (build, rs) in enumerate(runs):
+        for col, op in enumerate(_OPS):
+            ax = axes[row][col]
+            second = _SECOND_VARIANT[op]
+            styles = {"faithful": ("full", -0.15), second: ("none", 0.15)}
+            algs = [a for a in ALGORITHMS if any(r["algorithm"] == a for r in rs)]
+            rows = []
+            for a in algs:
+                d = "mqtt" if a == "paho" else "nats"
+                series = []
+                for variant in styles:
+                    c = cells(rs, algorithm=a, dialect=d, workload=f"{op}/{state}/{variant}")
+                    series.append((variant, c[-1] if c else None))
+                rows.append((a, series))
+            dot_rows(ax, rows, 1e-3, styles)  # ns -> us
+            ax.set_xlabel("microseconds per operation (log; lower is better)", fontsize=8)
+            ax.set_title(f"{op}, {state}", fontsize=10)
+            if col == 0:
+                ax.set_ylabel(build_title(recs, build), fontsize=8)
+            series_legend(ax, styles, _VARIANT_LABEL)
+            missing_note(ax, [r for r in rs if r["workload"].startswith(f"{op}/{state}/")])
+    pop = next((r["params"].get("hot_population") for _, rs in runs for r in rs
+                if r["workload"].endswith("/hot/faithful")), 1000)
+    what = "empty matcher" if state == "cold" else f"{thousands(pop)} random 5-word subscriptions"
+    fig.suptitle(f"Latency, {state} ({what}); NATS dialect, paho on the MQTT form\n"
+                 "median; whiskers = min-max over pyperf values", fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+# --- throughput -------------------------------------------------------------------------------
+
+
+def fig_throughput(recs: list[Record]) -> Any:
+    """Messages per second on the 3-digit workload, NATS and MQTT forms (log scale)."""
+    runs = latest_runs(recs, "throughput")
+    if not runs:
+        return None
+    plt = pyplot()
+    fig, axes = plt.subplots(1, len(runs), figsize=(7.5 * len(runs), 4.8), squeeze=False,
+                             sharex=True)
+    styles = {"nats": ("full", -0.15), "mqtt": ("none", 0.15)}
+    for col, (build, rs) in enumerate(runs):
+        ax = axes[0][col]
+        algs = [a for a in ALGORITHMS if any(r["algorithm"] == a for r in rs)]
+        rows = []
+        for a in algs:
+            series = []
+            for d in styles:
+                c = cells(rs, algorithm=a, dialect=d)
+                series.append((d, c[-1] if c else None))
+            rows.append((a, series))
+        dot_rows(ax, rows, 1.0, styles)
+        ax.set_xlabel("messages per second (log; higher is better)")
+        msgs = next((r["params"]["messages"] for r in rs
+                     if r.get("params", {}).get("messages")), None)
+        sub = f"\n{msgs:,} messages, 1,000 subscriptions" if msgs else ""
+        ax.set_title(f"{build_title(recs, build)}{sub}", fontsize=9)
+        series_legend(ax, styles, {"nats": "NATS form", "mqtt": "MQTT form"})
+        missing_note(ax, rs)
+    fig.suptitle("Throughput, 3-digit workload; median, whiskers = min-max over rounds",
+                 fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+# --- memory -----------------------------------------------------------------------------------
+
+
+def fig_memory(recs: list[Record]) -> Any:
+    """Bytes per subscription against subscriptions, per workload variant (log-log)."""
+    runs = latest_runs(recs, "memory")
+    if not runs:
+        return None
+    plt = pyplot()
+    variants = ("digits", "distinct")
+    fig, axes = plt.subplots(len(runs), 2, figsize=(13, 4.4 * len(runs)), squeeze=False)
+    for row, (build, rs) in enumerate(runs):
+        for col, variant in enumerate(variants):
+            ax = axes[row][col]
+            sub = [r for r in rs if r["workload"] == f"3-digit/{variant}"]
+            for a in ALGORITHMS:
+                d = "mqtt" if a == "paho" else "nats"
+                c = sorted(cells(sub, algorithm=a, dialect=d),
+                           key=lambda r: r["params"]["subscriptions"])
+                if not c:
+                    continue
+                xs = [r["params"]["subscriptions"] for r in c]
+                ys = [r["median"] / r["params"]["subscriptions"] for r in c]
+                ax.plot(xs, ys, marker=MARKERS[a], color=COLORS[a], label=series_label(a),
+                        linewidth=2.2 if a == "cstrie" else 1.2)
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            plain_log(ax.xaxis)
+            plain_log(ax.yaxis)
+            ax.set_xlabel("subscriptions (log)")
+            ax.set_ylabel("bytes per subscription (log; lower is better)")
+            title = ("3-digit workload (digits 0-9: patterns repeat)" if variant == "digits"
+                     else "wider alphabet (mostly distinct patterns)")
+            ax.set_title(f"{title}\n{build_title(recs, build)}", fontsize=9)
+            ax.grid(which="both", alpha=0.3)
+            ax.legend(fontsize=7)
+            missing_note(ax, [r for r in sub if r.get("status") != "ok"])
+    fig.suptitle("Memory held (tracemalloc) per subscription; NATS dialect, paho on MQTT",
+                 fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+# --- scaling ----------------------------------------------------------------------------------
+
+_BUILD_LINES = ("-", "--", ":", "-.")
+
+
+def fig_level_width(recs: list[Record]) -> Any:
+    """Cost of a write (and of a lookup) against the width of the level, log-log: one line
+    per (trie, build), every build in the same panel (GIL solid, free-threaded dashed)."""
+    from ..measure.level_width import ALGORITHMS as WIDTH_ALGORITHMS, WORKLOADS
+
+    runs = latest_runs(recs, "level_width")
+    if not runs:
+        return None
+    plt = pyplot()
+    fig, axes = plt.subplots(1, len(WORKLOADS), figsize=(13, 5.2), squeeze=False)
+    what = {"write": "subscribe + unsubscribe of a fresh inbox",
+            "lookup": "lookup of an existing inbox"}
+    for col, workload in enumerate(WORKLOADS):
+        ax = axes[0][col]
+        for k, (build, rs) in enumerate(runs):
+            for a in WIDTH_ALGORITHMS:
+                c = sorted(cells(rs, algorithm=a, workload=workload),
+                           key=lambda r: r["params"]["width"])
+                if not c:
+                    continue
+                med, err = error_bars(c, 1e-3)  # ns -> us
+                ax.errorbar([r["params"]["width"] for r in c], med, yerr=err,
+                            marker=MARKERS[a], color=COLORS[a],
+                            linestyle=_BUILD_LINES[k % len(_BUILD_LINES)],
+                            markerfacecolor=COLORS[a] if k == 0 else "white",
+                            label=f"{series_label(a)}, {build_name(recs, build)}", capsize=2,
+                            linewidth=2.2 if a == "cstrie" else 1.2)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        plain_log(ax.xaxis)
+        plain_log(ax.yaxis)
+        ax.set_xlabel("width of the level: sibling inboxes _INBOX.<i>.reply (log)")
+        ax.set_ylabel("microseconds per operation (log; lower is better)")
+        ax.set_title(what[workload], fontsize=10)
+        ax.grid(which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+        missing_note(ax, [r for _, rs in runs for r in rs if r["workload"] == workload])
+    runs_said = "; ".join(f"{build_title(recs, b)}" for b, _ in runs)
+    fig.suptitle(f"Level width, one thread: NATS inboxes under one level ({runs_said})\n"
+                 "median, whiskers = min-max over interleaved rounds", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+# --- primitives -------------------------------------------------------------------------------
+
+
+def fig_primitives(recs: list[Record]) -> Any:
+    """Nanoseconds per primitive operation, builds side by side."""
+    runs = latest_runs(recs, "primitives")
+    if not runs:
+        return None
+    plt = pyplot()
+    from ..measure.primitives import PRIMITIVES
+
+    present = {r["algorithm"] for _, rs in runs for r in rs}
+    names = [n for n in PRIMITIVES if n in present] + sorted(present - set(PRIMITIVES))
+    fig, ax = plt.subplots(figsize=(9, 0.45 * len(names) * max(1, len(runs)) + 1.5))
+    h = 0.8 / len(runs)
+    for k, (build, rs) in enumerate(runs):
+        pos, meds, errs = [], [], [[], []]
+        for i, n in enumerate(names):
+            c = cells(rs, algorithm=n)
+            if c:
+                m, e = error_bars(c[-1:])
+                pos.append(i - 0.4 + h * (k + 0.5))
+                meds += m
+                errs[0] += e[0]
+                errs[1] += e[1]
+        ax.barh(pos, meds, height=h, xerr=errs, capsize=2, label=build_title(recs, build))
+        for p, n in zip(range(len(names)), names):
+            miss = [r for r in rs if r["algorithm"] == n and r.get("status") != "ok"]
+            if miss and k == 0:
+                ax.text(0.01, p, f"{miss[0]['note']}"[:90], va="center", fontsize=7,
+                        transform=ax.get_yaxis_transform(), color="#555555")
+    ax.set_yticks(range(len(names)), names, fontsize=8)
+    ax.set_ylim(len(names) - 0.5, -0.5)
+    ax.set_xlabel("nanoseconds per operation (lower is better; loop overhead included, "
+                  "see loop_overhead)", fontsize=8)
+    ax.legend(fontsize=7)
+    ax.grid(axis="x", alpha=0.3)
+    ax.set_title("Primitive costs, uncontended", fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+# --- sharing -----------------------------------------------------------------------------------
+
+
+FIGURES: dict[str, Callable[[list[Record]], Any]] = {
+    "latency_cold": lambda r: fig_latency(r, "cold"),
+    "latency_hot": lambda r: fig_latency(r, "hot"),
+    "throughput": fig_throughput,
+    "memory": fig_memory,
+    "scaling_50-50": lambda r: fig_scaling(r, "50/50"),
+    "scaling_90-10-faithful": lambda r: fig_scaling(r, "90/10-faithful"),
+    "scaling_90-10-true": lambda r: fig_scaling(r, "90/10-true"),
+    "lockfree": fig_lockfree,
+    "contention": fig_contention,
+    "sharing": fig_sharing,
+    "level_width": fig_level_width,
+    "primitives": fig_primitives,
+}
+
+
+def run_charts(root: Path, out: Path, formats: tuple[str, ...] = ("png", "svg")) -> list[Path]:
+    """Draw every figure from the records below ``root`` into ``out``; return the files."""
+    try:
+        pyplot()
+    except ImportError as exc:
+        raise SystemExit(f"error: charts need matplotlib (the 'experiments' extra): {exc}")
+    records = load(root)
+    if not records:
+        raise SystemExit(f"error: --from {root}: no result records (*.jsonl) found there")
+    plt = pyplot()
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    replaced = 0
+    with bar(len(FIGURES), "charts") as progress:
+        for name, func in FIGURES.items():
+            progress.set_postfix_str(name)
+            fig = func(records)
+            if fig is None:
+                progress.write(f"{name}: no data, skipped")
+                progress.update(1)
+                continue
+            for fmt in formats:
+                path = out / f"{name}.{fmt}"
+                replaced += path.exists()
+                fig.savefig(path, dpi=130 if fmt == "png" else None)
+                written.append(path)
+            plt.close(fig)
+            progress.update(1)
+    if replaced:
+        print(f"note: {replaced} figure files in {out} were replaced (figures are generated "
+              "from the records; regenerate them any time)", file=sys.stderr)
+    return written
