@@ -24,7 +24,7 @@ ENV_FT    := CSTRIE_LIN_HISTORIES=300 CSTRIE_LIN_THREADS=8
 # Prints "<path>: <version> GIL|free-threaded" for the interpreter it runs in.
 WHICH_PY := import sys; print(sys.executable + ":", sys.version.split()[0], "GIL" if getattr(sys, "_is_gil_enabled", lambda: True)() else "free-threaded")
 
-.PHONY: venv venv-ft test test-quick test-ft reproduce reproduce-full pipeline-bench paper clean
+.PHONY: venv venv-ft test test-quick test-ft reproduce reproduce-full publish pipeline-bench paper clean
 
 venv: $(VENV)/.installed
 
@@ -69,8 +69,10 @@ test-ft: venv-ft
 	$(ENV_FT) CSTRIE_FIGURES_OUT=$(RESULTS)/test-figures/ft.json $(VPY_FT) -m pytest \
 		$(PYTEST_ARGS) $(TESTS_FT)
 
-# The main job: every experiment on both builds, every chart, the summary (also written into
-# README.md). SIZE=full for the publication-size run (make reproduce-full).
+# The main job: every experiment on both builds, every chart, the summary and the paper, all
+# below $(RESULTS) (git-ignored): the checkout stays clean. SIZE=full for the publication-size
+# run (make reproduce-full); `make publish` then updates the committed README table,
+# paper/figures and paper/paper.md from it.
 SIZE ?= quick
 reproduce: venv
 	@$(MAKE) --no-print-directory venv-ft || echo "== no free-threaded build (see above): measuring the GIL build only"
@@ -82,17 +84,24 @@ reproduce: venv
 	@if command -v java >/dev/null 2>&1 || test -n "$$JAVA_HOME"; then \
 		$(MAKE) --no-print-directory pipeline-bench SIZE=$(SIZE) RESULTS=$(RESULTS); \
 	else echo "== no Java: skipping the Spark routing benchmark (needs a JDK/JRE 17)"; fi
-	$(VPY) -m experiments summary --from $(RESULTS) --readme README.md
+	$(VPY) -m experiments summary --from $(RESULTS)
 	@$(MAKE) --no-print-directory paper RESULTS=$(RESULTS)
-	@echo "== results in $(RESULTS)/, figures in paper/figures/, summary table in README.md, paper in paper/paper.md"
+	@echo "== results in $(RESULTS)/, the summary in $(RESULTS)/summary-latest.md, figures in $(RESULTS)/paper/figures/, the paper in $(RESULTS)/paper/paper.md"
+	@echo "== tracked files are unchanged; after a publication-size run (make reproduce-full), make publish updates them"
 
-# The paper's tables and figures from the latest results (make reproduce ends with it).
+# The paper's tables and figures from the latest results, into $(RESULTS)/paper/ (make
+# reproduce ends with it).
 paper: venv
 	$(VPY) -m experiments charts --from $(RESULTS)
 	$(VPY) -m experiments paper --from $(RESULTS)
 
 reproduce-full:
 	@$(MAKE) --no-print-directory reproduce SIZE=full
+
+# The one step that changes tracked files: README.md's results table, paper/figures/*.png and
+# paper/paper.md, from the publication-size runs under $(RESULTS) (it refuses smaller ones).
+publish: venv
+	$(VPY) -m experiments publish --from $(RESULTS)
 
 # The Spark routing benchmark (the paper's Spark table): a seeded workload of 10,000
 # subscriptions, routed by the CS-trie on local[*] with the single-thread in-process rate

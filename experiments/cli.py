@@ -1,13 +1,16 @@
-"""``python -m experiments <command> [options]``: the harness's command line.
+"""``cstrie-experiments <command> [options]`` (or ``python -m experiments``): the harness's
+command line.
 
 Measuring commands (``latency``, ``throughput``, ``memory``, ``scaling``, ``lockfree``,
 ``contention``, ``sharing``, ``ownership``, ``starvation``, ``level_width``, ``primitives``,
-``all``) share the options ``--quick`` / ``--smoke`` / ``--size``, ``--out``, ``--seed``,
+``all``) are quick by default and print an estimate of their time before they start; they
+share the options ``--quick`` / ``--smoke`` / ``--full`` / ``--size``, ``--out``, ``--seed``,
 ``--algorithms``, ``--dialects``, ``--python``, and for the concurrent experiments
-``--threads``, ``--round-ops`` and ``--write-shares``; ``charts`` and ``summary`` read
-result files only (``--from``).
+``--threads``, ``--round-ops`` and ``--write-shares``; ``charts``, ``summary`` and ``paper``
+read result files only (``--from``) and write beside them; ``publish`` is the one command
+that changes tracked files (README table, ``paper/``), from publication-size runs only.
 
-``--python PATH`` re-runs the same command under another interpreter (``PATH -m
+``--python PATH`` re-runs the same command under another interpreter (``PATH -P -m
 experiments <the same arguments without --python>``), streaming its output, so that one
 command line measures a GIL and a free-threaded build into one results root.
 """
@@ -24,7 +27,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from .config import SIZES, Size
-from .env import PROJECT_ROOT, Run, default_figures_dir, default_results_root
+from .env import PROJECT_ROOT, Run, default_results_root, estimate_seconds, paper_build_dir
 from .report.summary import README_BEGIN, README_END, update_readme
 from .registry import ALGORITHMS
 
@@ -150,9 +153,12 @@ def _measure_options(p: argparse.ArgumentParser, latency_like: bool) -> None:
     size.add_argument("--smoke", dest="size", action="store_const", const="smoke",
                       help="smallest run, for the smoke test: proves the code runs, "
                            "numbers are meaningless")
+    size.add_argument("--full", dest="size", action="store_const", const="full",
+                      help="publication size: the runs the paper reports (the longest; "
+                           "the estimate printed at the start says how long)")
     size.add_argument("--size", dest="size", choices=tuple(SIZES),
-                      help="run size by name (default: full, the publication size)")
-    p.set_defaults(size="full")
+                      help="run size by name (default: quick; full is the publication size)")
+    p.set_defaults(size="quick")
     p.add_argument("--out", type=_out_dir, default=None, metavar="DIR",
                    help="results root; records go to DIR/<version>-<gil|ft>/ "
                         f"(default: {default_results_root()})")
@@ -190,14 +196,21 @@ def _source_option(p: argparse.ArgumentParser) -> None:
                    help=f"results root to read (default: {default_results_root()})")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``python -m experiments`` parser."""
+def _prog() -> str:
+    """How the user called us: ``cstrie-experiments`` (the console script) or ``python -m
+    experiments``."""
+    name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    return "python -m experiments" if name in ("", "__main__.py", "-c") else name
+
+
+def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
+    """The command-line parser (``cstrie-experiments`` or ``python -m experiments``)."""
     parser = argparse.ArgumentParser(
-        prog="python -m experiments",
+        prog=prog or _prog(),
         description="Reproduce the Fast Topic Matching / Breaking and Entering experiments "
                     "for every matcher of the package and paho-mqtt's MQTTMatcher.",
-        epilog="Example: python -m experiments all --quick && python -m experiments charts "
-               "--from results && python -m experiments summary --from results",
+        epilog="Example: cstrie-experiments all (quick) && cstrie-experiments charts --from "
+               "results && cstrie-experiments paper --from results (into results/paper/)",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in (*MEASURES, "all"):
@@ -207,8 +220,9 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Draw every figure (PNG and SVG) from the records below "
                                    "--from; GIL and free-threaded builds side by side.")
     _source_option(p)
-    p.add_argument("--out", type=_out_dir, default=default_figures_dir(), metavar="DIR",
-                   help=f"where figures go (default: {default_figures_dir()})")
+    p.add_argument("--out", type=_out_dir, default=None, metavar="DIR",
+                   help="where figures go (default: FROM/paper/figures; the committed "
+                        "paper/figures change only through publish)")
     p.add_argument("--formats", type=_choices_list(("png", "svg", "pdf")),
                    default=["png", "svg"], metavar="LIST",
                    help="comma-separated file formats (default: png,svg)")
@@ -224,11 +238,23 @@ def build_parser() -> argparse.ArgumentParser:
     p_paper.add_argument("--template", type=Path,
                          default=PROJECT_ROOT / "paper" / "paper.template.md", metavar="FILE",
                          help="the template (default: paper/paper.template.md)")
-    p_paper.add_argument("--out", type=Path, default=PROJECT_ROOT / "paper" / "paper.md",
-                         metavar="FILE", help="the paper to write (default: paper/paper.md)")
+    p_paper.add_argument("--out", type=Path, default=None, metavar="FILE",
+                         help="the paper to write (default: FROM/paper/paper.md, beside the "
+                              "figures of charts; the committed paper/paper.md changes only "
+                              "through publish)")
     p.add_argument("--readme", type=Path, default=None, metavar="FILE",
                    help="also put the table into FILE between the markers "
                         f"{README_BEGIN!r} and {README_END!r} (make reproduce: README.md)")
+    p = sub.add_parser("publish", help="update the committed README table, paper/figures and "
+                                       "paper/paper.md from publication-size runs",
+                       description="The one step that changes tracked files: redraw "
+                                   "paper/figures/*.png, paper/paper.md and README.md's results "
+                                   "table from the records under --from, after checking that "
+                                   "every run they draw from is of publication size (full).")
+    _source_option(p)
+    p.add_argument("--allow-size", dest="allow_sizes", type=_choices_list(tuple(SIZES)),
+                   default=["full"], metavar="LIST",
+                   help="run sizes to accept (default: full)")
     from .pipeline.cli import add_parser as add_pipeline  # imports neither pyspark nor pyarrow
 
     add_pipeline(sub)
@@ -251,8 +277,11 @@ def _strip_python(argv: list[str]) -> list[str]:
 
 
 def _reexec(python: str, argv: list[str]) -> int:
-    """Run ``python -m experiments argv`` with inherited stdio; return its exit code."""
-    cmd = [python, "-m", "experiments", *_strip_python(argv)]
+    """Run ``python -P -m experiments argv`` with inherited stdio; return its exit code.
+
+    ``-P`` keeps the working directory off ``sys.path``: a folder ``experiments/`` of the
+    user's own there must not stand in for this package (``PYTHONPATH`` points at it)."""
+    cmd = [python, "-P", "-m", "experiments", *_strip_python(argv)]
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
         p for p in (str(PROJECT_ROOT), env.get("PYTHONPATH", "")) if p)
@@ -279,6 +308,19 @@ def sized(size: Size, args: argparse.Namespace) -> Size:
     if getattr(args, "write_shares", None):
         changes["sharing_write_shares"] = tuple(args.write_shares)
     return replace(size, **changes) if changes else size
+
+
+def _estimate(root: Path, build: str, size: str, todo: list[str]) -> str:
+    """The time this run should take, from the last runs of the same size here."""
+    found = estimate_seconds(root, build, size, todo)
+    if found is None:
+        hint = (" (the publication size: the longest of all)" if size == "full" else
+                "; --size full, the publication size, takes many times longer")
+        return f"no earlier {size} run of {', '.join(todo)} under {root} to estimate from{hint}"
+    seconds, unknown = found
+    rest = f", plus {', '.join(unknown)} (never run at this size here)" if unknown else ""
+    took = f"{seconds / 60:.0f} min" if seconds >= 90 else f"{seconds:.0f} s"
+    return f"estimate: about {took}, as the last {size} runs here took{rest}"
 
 
 def _measure(args: argparse.Namespace, argv: list[str]) -> int:
@@ -326,11 +368,14 @@ def _measure(args: argparse.Namespace, argv: list[str]) -> int:
               file=sys.stderr)
     print(f"== {args.command} (size {args.size}, seed {args.seed}) on {run.build} "
           f"[{sys.executable}] -> {run.dir}", file=sys.stderr, flush=True)
+    print(f"== {_estimate(root, run.build, args.size, list(todo))}", file=sys.stderr,
+          flush=True)
     started = time.monotonic()
     try:
         for name in todo:
             t0 = time.monotonic()
             steps[name]()
+            run.step_done(name, time.monotonic() - t0)
             print(f"== {name} done in {time.monotonic() - t0:.0f} s", file=sys.stderr,
                   flush=True)
     finally:
@@ -352,7 +397,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "charts":
             from .report.charts import run_charts
 
-            for path in run_charts(args.source, args.out, tuple(args.formats)):
+            out = args.out if args.out is not None else paper_build_dir(args.source) / "figures"
+            for path in run_charts(args.source, out, tuple(args.formats)):
                 print(f"wrote {path}")
             return 0
         if args.command == "pipeline":
@@ -362,7 +408,15 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "paper":
             from .report.paper import run_paper
 
-            print(f"wrote {run_paper(args.source, args.template, args.out)}")
+            out = args.out if args.out is not None else paper_build_dir(args.source) / "paper.md"
+            out.parent.mkdir(parents=True, exist_ok=True)
+            print(f"wrote {run_paper(args.source, args.template, out)}")
+            return 0
+        if args.command == "publish":
+            from .report.publish import run_publish
+
+            for path in run_publish(args.source, args.allow_sizes):
+                print(f"wrote {path}")
             return 0
         if args.command == "summary":
             from .report.summary import run_summary

@@ -31,8 +31,9 @@ __all__ = [
     "Run",
     "build_info",
     "build_tag",
-    "default_figures_dir",
     "default_results_root",
+    "estimate_seconds",
+    "paper_build_dir",
 ]
 
 #: The checkout that holds the package (``experiments/``'s parent).
@@ -57,9 +58,11 @@ def default_results_root() -> Path:
     return (PROJECT_ROOT if _in_project() else Path.cwd()) / "results"
 
 
-def default_figures_dir() -> Path:
-    """``paper/figures/`` of the checkout, or of the working directory if installed."""
-    return (PROJECT_ROOT if _in_project() else Path.cwd()) / "paper" / "figures"
+def paper_build_dir(results_root: Path) -> Path:
+    """Where the figures and the paper drawn from ``results_root`` go by default:
+    ``<results_root>/paper/`` (the paper at its top, the figures in ``figures/`` beside it, as
+    the paper links them). The committed ``paper/`` changes only through ``publish``."""
+    return Path(results_root) / "paper"
 
 
 def _code_hash() -> str:
@@ -160,8 +163,17 @@ class Run:
             "loadavg_1m": _loadavg(),
             **self.info,
         }
-        path = self.new_path("run", ".json")
-        path.write_text(json.dumps(manifest, indent=2) + "\n")
+        self.manifest = manifest
+        self.manifest_path = self.new_path("run", ".json")
+        self._write_manifest()
+
+    def _write_manifest(self) -> None:
+        self.manifest_path.write_text(json.dumps(self.manifest, indent=2) + "\n")
+
+    def step_done(self, experiment: str, seconds: float) -> None:
+        """Note in the run file how long ``experiment`` took (the next run's estimate)."""
+        self.manifest.setdefault("seconds", {})[experiment] = round(seconds, 1)
+        self._write_manifest()
 
     def new_path(self, stem: str, suffix: str, subdir: str | None = None) -> Path:
         """A path named after the run that does not exist yet (``stem-<run_id>[-n]suffix``)."""
@@ -240,3 +252,24 @@ class Run:
                 if path.suffix == ".jsonl" and exp in self.counts:
                     what = f" ({self.counts[exp]} records)"
                 print(f"  wrote {path}{what}", file=out)
+
+
+def estimate_seconds(root: Path, build: str, size: str, experiments: list[str]
+                     ) -> tuple[float, list[str]] | None:
+    """How long ``experiments`` took at ``size`` on ``build`` the last time each ran under
+    ``root`` (from the ``seconds`` the run files note), and which have no earlier run; None
+    when none has."""
+    last: dict[str, tuple[str, float]] = {}
+    for path in (Path(root) / build).glob("run-*.json"):
+        try:
+            run = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if run.get("size", {}).get("name") != size:
+            continue
+        for exp, secs in (run.get("seconds") or {}).items():
+            if exp in experiments and run.get("run_id", "") > last.get(exp, ("", 0.0))[0]:
+                last[exp] = (run.get("run_id", ""), float(secs))
+    if not last:
+        return None
+    return sum(s for _, s in last.values()), [e for e in experiments if e not in last]

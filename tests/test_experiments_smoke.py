@@ -11,8 +11,10 @@ width experiment are followed from their records to the summary, the paper and t
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import shutil
 import platform
 import subprocess
 import sys
@@ -462,3 +464,113 @@ def test_bad_arguments_name_the_option(args, option):
     proc = cli(*args)
     assert proc.returncode == 2
     assert option in proc.stderr and "error" in proc.stderr
+
+
+# --- the main job leaves the checkout alone; publish is the one step that changes it --------
+
+#: The tracked files that results are drawn into: only ``publish`` may change them.
+PUBLISHED = ("README.md", "paper/paper.md", "paper/figures")
+
+
+def _published_snapshot() -> dict[str, bytes]:
+    out = {}
+    for rel in PUBLISHED:
+        path = ROOT / rel
+        for f in sorted(path.rglob("*")) if path.is_dir() else [path]:
+            if f.is_file():
+                out[str(f.relative_to(ROOT))] = hashlib.sha256(f.read_bytes()).digest()
+    return out
+
+
+def test_reproduce_steps_write_below_the_results_root_only(results):
+    """``make reproduce`` runs charts, paper and summary with their defaults after measuring:
+    they must write beside the records, never into the checkout's README, paper or figures."""
+    pytest.importorskip("matplotlib")
+    out, _ = results
+    before = _published_snapshot()
+    for command in ("charts", "paper", "summary"):
+        ok_or_fail(cli(command, "--from", str(out)))
+    assert _published_snapshot() == before
+    assert (out / "paper" / "figures" / "throughput.png").is_file()
+    assert "figures/throughput.png" in (out / "paper" / "paper.md").read_text()
+
+
+def test_publish_refuses_runs_below_publication_size(results):
+    out, _ = results
+    before = _published_snapshot()
+    proc = cli("publish", "--from", str(out))
+    assert proc.returncode != 0
+    assert "is of size 'smoke'" in proc.stderr and "make reproduce-full" in proc.stderr
+    assert _published_snapshot() == before
+
+
+def test_publish_redraws_the_checkouts_results(results, tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")
+    from experiments.report import publish
+    from experiments.report.summary import README_BEGIN, README_END
+
+    out, _ = results
+    fake = tmp_path / "checkout"
+    (fake / "paper").mkdir(parents=True)
+    (fake / "pyproject.toml").write_text("")
+    (fake / "README.md").write_text(f"intro\n{README_BEGIN}\nstale table\n{README_END}\nend\n")
+    shutil.copy(ROOT / "paper" / "paper.template.md", fake / "paper" / "paper.template.md")
+    monkeypatch.setattr(publish, "PROJECT_ROOT", fake)
+    with pytest.raises(SystemExit, match="size 'smoke'"):
+        publish.run_publish(out)
+    publish.run_publish(out, ["smoke"])
+    figures = fake / "paper" / "figures"
+    assert (figures / "throughput.png").is_file() and not list(figures.glob("*.svg"))
+    readme = (fake / "README.md").read_text()
+    assert readme.startswith("intro\n") and readme.endswith("end\n")
+    assert "stale table" not in readme and "(smoke)" in readme
+    assert "{{" not in (fake / "paper" / "paper.md").read_text()
+
+
+def test_a_newcomers_first_command_is_quick():
+    from experiments.cli import build_parser
+
+    for command in ("all", "latency", "sharing"):
+        assert build_parser().parse_args([command]).size == "quick"
+    assert build_parser().parse_args(["all", "--full"]).size == "full"
+
+
+def test_console_script_runs_this_package_beside_a_folder_named_experiments(tmp_path):
+    """``experiments`` is a common name: in a directory with a package of that name,
+    ``python -m experiments`` runs that one, the console script and its ``--python``
+    re-exec must still run this one."""
+    script = Path(sys.executable).with_name("cstrie-experiments")
+    if not script.exists():
+        pytest.skip(f"no console script beside {sys.executable} (pip install -e . installs it)")
+    impostor = tmp_path / "experiments"
+    impostor.mkdir()
+    (impostor / "__init__.py").write_text("")
+    (impostor / "__main__.py").write_text("print('IMPOSTOR')\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["CSTRIE_NO_PROGRESS"] = "1"
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([str(script), *args], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=300)
+
+    proc = run("--help")
+    ok_or_fail(proc)
+    assert proc.stdout.startswith("usage: cstrie-experiments") and "IMPOSTOR" not in proc.stdout
+    out = tmp_path / "results"
+    proc = run("primitives", "--smoke", "--method", "timeit", "--python", sys.executable,
+               "--out", str(out))
+    ok_or_fail(proc)
+    assert "IMPOSTOR" not in proc.stdout
+    assert {r["experiment"] for r in load(out)} == {"primitives"}
+
+
+def test_a_run_prints_its_estimate_from_the_last_run_of_its_size(tmp_path):
+    first = cli("primitives", "--smoke", "--method", "timeit", "--out", str(tmp_path))
+    ok_or_fail(first)
+    assert "no earlier smoke run of primitives" in first.stderr
+    second = cli("all", "--smoke", "--method", "timeit", "--out", str(tmp_path),
+                 "--algorithms", "cstrie")
+    ok_or_fail(second)
+    line = next(x for x in second.stderr.splitlines() if "estimate:" in x)
+    assert "as the last smoke runs here took" in line
+    assert "plus latency, throughput" in line  # never run at this size here: said, not guessed

@@ -16,7 +16,8 @@ from typing import Any
 
 from .microbench import benches
 
-_PROGRAM = ("-m", "experiments.measure._pyperf_worker")
+# -P: the working directory stays off sys.path (a folder experiments/ there is not ours).
+_PROGRAM = ("-P", "-m", "experiments.measure._pyperf_worker")
 
 
 def _add_cmdline_args(cmd: list[str], args: argparse.Namespace) -> None:

@@ -115,7 +115,7 @@ def _run_pyperf(run: Run, experiment: str, suite: str, group: str, names: list[s
     out = run.new_path(stem, ".json", subdir="pyperf")
     log = out.with_suffix(".log")
     run.files.append(log)
-    cmd = [sys.executable, "-m", "experiments.measure._pyperf_worker", "--suite", suite,
+    cmd = [sys.executable, "-P", "-m", "experiments.measure._pyperf_worker", "--suite", suite,
            "--group", group, "--bench-seed", str(run.seed), "--bench-size", run.size.name,
            "--only", ",".join(names), *run.size.pyperf_args, "-o", str(out)]
     if loops:
