@@ -3,7 +3,7 @@
 PYTHON ?= python3
 VENV   := .venv
 VPY    := $(VENV)/bin/python
-EXTRAS := test,experiments,pipeline
+EXTRAS := test,experiments,pipeline,typecheck
 PYTEST_ARGS ?=
 # Where experiment records (and the test suite's figures, for the paper) go.
 RESULTS ?= results
@@ -24,7 +24,7 @@ ENV_FT    := CSTRIE_LIN_HISTORIES=300 CSTRIE_LIN_THREADS=8
 # Prints "<path>: <version> GIL|free-threaded" for the interpreter it runs in.
 WHICH_PY := import sys; print(sys.executable + ":", sys.version.split()[0], "GIL" if getattr(sys, "_is_gil_enabled", lambda: True)() else "free-threaded")
 
-.PHONY: venv venv-ft test test-quick test-ft reproduce reproduce-full publish pipeline-bench paper clean
+.PHONY: venv venv-ft test test-quick test-ft typecheck reproduce reproduce-full publish pipeline-bench paper clean
 
 venv: $(VENV)/.installed
 
@@ -52,11 +52,19 @@ $(VENV_FT)/.installed: pyproject.toml tools/constraints-ft.txt
 	@$(VPY_FT) -c 'import sys, ctrie, baselines, experiments; assert not sys._is_gil_enabled(), "importing the package re-enabled the GIL"'
 	@touch $@
 
-# The whole suite on the GIL build (.venv), then the concurrency layers on the free-threaded
-# build (.venv-ft, built on first use). Each part prints the figures it checked at its end.
+# The type check, the whole suite on the GIL build (.venv), then the concurrency layers on the
+# free-threaded build (.venv-ft, built on first use). Each part prints the figures it checked
+# at its end.
 test:
+	@$(MAKE) --no-print-directory typecheck
 	@$(MAKE) --no-print-directory test-quick
 	@$(MAKE) --no-print-directory test-ft
+
+# mypy --strict on the installed packages but experiments (settings and the cereggii stubs:
+# [tool.mypy] in pyproject.toml); it ends with its summary line ("Success: ...").
+typecheck: venv
+	@echo "== mypy --strict -p ctrie -p baselines, on $$($(VPY) -c '$(WHICH_PY)')"
+	$(VPY) -m mypy --strict -p ctrie -p baselines
 
 # The whole suite on the GIL build alone.
 test-quick: venv
@@ -128,4 +136,4 @@ pipeline-bench: venv
 
 # Keeps the free-threaded interpreter cached outside the repo (see tools/python-ft.sh).
 clean:
-	rm -rf $(VENV) $(VENV_FT) .pytest_cache .hypothesis build *.egg-info
+	rm -rf $(VENV) $(VENV_FT) .pytest_cache .hypothesis .mypy_cache build *.egg-info

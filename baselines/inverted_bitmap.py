@@ -15,14 +15,16 @@ from __future__ import annotations
 import threading
 from collections.abc import Hashable, Iterable
 from heapq import heappop, heappush
+from typing import Any, Generic
 
+from ctrie.protocol import S
 from ctrie.topics import Dialect, DialectLike, pattern_validator, require_hashable, topic_validator
 
 from .naive import compile_pattern
 
 __all__ = ["InvertedBitmapMatcher", "take_number", "release_number", "subscribers_of"]
 
-_EMPTY: frozenset = frozenset()
+_EMPTY: frozenset[Any] = frozenset()
 
 # Marks a free slot of an owner list (a subscriber may be None, so None cannot mark it).
 _FREE = object()
@@ -32,7 +34,7 @@ _FREE = object()
 _PEEL_LIMIT = 16
 
 
-def take_number(owner: list, free: list[int], subscriber: Hashable) -> int:
+def take_number(owner: list[Any], free: list[int], subscriber: Hashable) -> int:
     """Allocate a subscription number for ``subscriber``: the smallest freed one, else a new one.
 
     ``owner`` maps number -> subscriber; ``free`` is a min-heap of freed numbers. Reusing the
@@ -46,7 +48,7 @@ def take_number(owner: list, free: list[int], subscriber: Hashable) -> int:
     return len(owner) - 1
 
 
-def release_number(owner: list, free: list[int], number: int) -> None:
+def release_number(owner: list[Any], free: list[int], number: int) -> None:
     """Free ``number`` for reuse. Call it exactly once per freed pair. O(log F).
 
     The original Go implementation appended the id to its free list on *every* Unsubscribe
@@ -59,7 +61,7 @@ def release_number(owner: list, free: list[int], number: int) -> None:
     heappush(free, number)
 
 
-def subscribers_of(bitmap: int, owner: list) -> frozenset:
+def subscribers_of(bitmap: int, owner: list[Any]) -> frozenset[Any]:
     """The subscribers whose numbers are set in ``bitmap``, as a frozenset (no duplicates)."""
     if not bitmap:
         return _EMPTY
@@ -67,7 +69,7 @@ def subscribers_of(bitmap: int, owner: list) -> frozenset:
     if count == 1:
         return frozenset((owner[bitmap.bit_length() - 1],))
     if count <= _PEEL_LIMIT:
-        out = []
+        out: list[Any] = []
         append = out.append
         while bitmap:
             low = bitmap & -bitmap
@@ -86,8 +88,9 @@ def subscribers_of(bitmap: int, owner: list) -> frozenset:
     return frozenset(out)
 
 
-class InvertedBitmapMatcher:
-    """One subscription bitmap per topic of a topic space fixed at construction.
+class InvertedBitmapMatcher(Generic[S]):
+    """One subscription bitmap per topic of a topic space fixed at construction. Generic in
+    the subscriber type, as every matcher (:class:`ctrie.Matcher`).
 
     ``topic_space`` is an iterable of topics (each validated as a topic of the dialect;
     duplicates are ignored). Every valid pattern of the dialect is supported, including AMQP
@@ -146,8 +149,8 @@ class InvertedBitmapMatcher:
         self._bitmaps = bitmaps
         self._by_length = by_length
         # pattern -> (topics of the space it matches, {subscriber: subscription number}).
-        self._entries: dict[str, tuple[tuple[str, ...], dict[Hashable, int]]] = {}
-        self._owner: list = []  # subscription number -> subscriber (or _FREE)
+        self._entries: dict[str, tuple[tuple[str, ...], dict[S, int]]] = {}
+        self._owner: list[Any] = []  # subscription number -> subscriber (or _FREE)
         self._free: list[int] = []  # min-heap of freed numbers
         self._pairs = 0
 
@@ -166,7 +169,7 @@ class InvertedBitmapMatcher:
         match = compiled.match
         return tuple(topic for g in groups for topic, tw in g if match(tw))
 
-    def subscribe(self, pattern: str, subscriber: Hashable) -> None:
+    def subscribe(self, pattern: str, subscriber: S) -> None:
         """Store the pair and set its bit in every matching topic; a stored pair is a no-op."""
         words = self._check_pattern(pattern)
         require_hashable(subscriber)
@@ -196,7 +199,7 @@ class InvertedBitmapMatcher:
                 bitmaps[topic] |= bit
             self._pairs += 1
 
-    def unsubscribe(self, pattern: str, subscriber: Hashable) -> bool:
+    def unsubscribe(self, pattern: str, subscriber: S) -> bool:
         """Remove the pair, clear its bit and free its number; return whether it was stored."""
         self._check_pattern(pattern)
         require_hashable(subscriber)
@@ -217,7 +220,7 @@ class InvertedBitmapMatcher:
             self._pairs -= 1
             return True
 
-    def lookup(self, topic: str) -> frozenset:
+    def lookup(self, topic: str) -> frozenset[S]:
         """Subscribers of every pattern matching ``topic``; ``frozenset()`` outside the space."""
         self._check_topic(topic)
         with self._lock:
@@ -227,7 +230,7 @@ class InvertedBitmapMatcher:
                 return _EMPTY
             return subscribers_of(bitmap, self._owner)
 
-    def subscriptions(self) -> dict[str, frozenset]:
+    def subscriptions(self) -> dict[str, frozenset[S]]:
         """A consistent copy: pattern -> its subscribers (never empty)."""
         with self._lock:
             return {p: frozenset(numbers) for p, (_, numbers) in self._entries.items()}

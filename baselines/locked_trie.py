@@ -33,8 +33,9 @@ import threading
 from collections.abc import Callable, Hashable, Iterator, Mapping
 from functools import partial
 from types import MappingProxyType
-from typing import NamedTuple, TypedDict
+from typing import Any, Generic, NamedTuple, TypedDict
 
+from ctrie.protocol import S
 from ctrie.topics import (
     Dialect,
     DialectLike,
@@ -84,8 +85,9 @@ class Node:
 
     def __init__(self) -> None:
         self.next: Level | None = None
-        self.psubs: set[Hashable] | None = None
-        self.qsubs: dict[str, set[Hashable]] | None = None
+        # (Members are Any: the trie's S is checked where subscribers come in.)
+        self.psubs: set[Any] | None = None
+        self.qsubs: dict[str, set[Any]] | None = None
 
 
 class MatchResult(NamedTuple):
@@ -97,8 +99,8 @@ class MatchResult(NamedTuple):
     group. ``queues`` is a read-only mapping: results are shared through the cache.
     """
 
-    plain: frozenset
-    queues: Mapping[str, frozenset]
+    plain: frozenset[Any]
+    queues: Mapping[str, frozenset[Any]]
 
     @property
     def fanout(self) -> int:
@@ -119,13 +121,14 @@ class LockedTrieStats(TypedDict):
     mean_fanout: float  # mean fanout of the computed results
 
 
-_EMPTY_QUEUES: Mapping[str, frozenset] = MappingProxyType({})
+_EMPTY_QUEUES: Mapping[str, frozenset[Any]] = MappingProxyType({})
 _EMPTY_RESULT = MatchResult(frozenset(), _EMPTY_QUEUES)
 _new_result = tuple.__new__  # MatchResult(...) without the Python-level __new__
 
 
-class LockedTrie:
-    """A subscription trie behind one ``threading.Lock`` (the NATS sublist design).
+class LockedTrie(Generic[S]):
+    """A subscription trie behind one ``threading.Lock`` (the NATS sublist design), generic
+    in the subscriber type, as every matcher (:class:`ctrie.Matcher`).
 
     ``LockedTrie(dialect="nats", cache=True)`` implements the Matcher protocol of ``api.md``
     in the three dialects, with exactly the semantics of :func:`ctrie.topics.matches`, and
@@ -244,7 +247,7 @@ class LockedTrie:
         self.dialect: Dialect = d
         self._lock = threading.Lock()
         self._root = Level()
-        self._cache: dict[str, tuple[int, frozenset, MatchResult]] | None = {} if cache else None
+        self._cache: dict[str, tuple[int, frozenset[Any], MatchResult]] | None = {} if cache else None
         self._gen = 0  # bumped by every mutation; read and written under the lock
         self._count = 0
         self._inserts = 0
@@ -267,7 +270,7 @@ class LockedTrie:
 
     # --- the Matcher protocol -----------------------------------------------------------
 
-    def subscribe(self, pattern: str, subscriber: Hashable, queue: str | None = None) -> None:
+    def subscribe(self, pattern: str, subscriber: S, queue: str | None = None) -> None:
         """Store ``subscriber`` on ``pattern`` (in queue group ``queue`` if given).
 
         Idempotent: a pair (or a membership) already stored is left alone. O(w).
@@ -296,6 +299,8 @@ class LockedTrie:
                     break
                 parent, level, i = child, child.next, i + 1
             if i == n:
+                # (``parent`` is set: the loop ran, a pattern has a word at least. Below too:
+                # ``level`` became None through it.)
                 if not _add_to_node(parent, subscriber, queue):  # type: ignore[arg-type]
                     return  # already stored: nothing changes, no generation bump
             else:
@@ -318,7 +323,7 @@ class LockedTrie:
             self._inserts += 1
             self._gen += 1
 
-    def unsubscribe(self, pattern: str, subscriber: Hashable, queue: str | None = None) -> bool:
+    def unsubscribe(self, pattern: str, subscriber: S, queue: str | None = None) -> bool:
         """Remove ``subscriber`` from ``pattern`` (from queue group ``queue`` if given).
 
         Returns whether that pair (membership) was stored. Nodes and levels left empty are
@@ -385,7 +390,7 @@ class LockedTrie:
             self._gen += 1
             return True
 
-    def lookup(self, topic: str) -> frozenset:
+    def lookup(self, topic: str) -> frozenset[S]:
         """The plain subscribers of every pattern matching ``topic``, each once.
 
         Queue groups are not included (see :meth:`match`). A cache hit is one dict probe
@@ -438,7 +443,7 @@ class LockedTrie:
         finally:
             lock.release()
 
-    def subscriptions(self) -> dict[str, frozenset]:
+    def subscriptions(self) -> dict[str, frozenset[S]]:
         """Pattern -> its plain subscribers, for every pattern with one. O(size)."""
         with self._lock:
             return {
@@ -447,7 +452,7 @@ class LockedTrie:
                 if node.psubs is not None
             }
 
-    def queue_subscriptions(self) -> dict[tuple[str, str], frozenset]:
+    def queue_subscriptions(self) -> dict[tuple[str, str], frozenset[S]]:
         """``(pattern, queue)`` -> the group's members on that pattern. O(size)."""
         with self._lock:
             return {
@@ -561,7 +566,7 @@ class LockedTrie:
                 self._sweep(cache)
         return result
 
-    def _sweep(self, cache: dict[str, tuple[int, frozenset, MatchResult]]) -> None:
+    def _sweep(self, cache: dict[str, tuple[int, frozenset[Any], MatchResult]]) -> None:
         """Drop stale entries, then the oldest, down to ``CACHE_SWEEP_TARGET``. Lock held."""
         gen = self._gen
         keep = [item for item in cache.items() if item[1][0] == gen][-CACHE_SWEEP_TARGET:]
@@ -824,8 +829,8 @@ def _build(hits: list[Node]) -> MatchResult:
                 else MappingProxyType({q: frozenset(m) for q, m in groups.items()}),
             ),
         )
-    plain: set[Hashable] = set()
-    queues: dict[str, set[Hashable]] | None = None
+    plain: set[Any] = set()
+    queues: dict[str, set[Any]] | None = None
     for node in hits:
         members = node.psubs
         if members is not None:

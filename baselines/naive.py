@@ -11,16 +11,17 @@ uses to decide which topics of its space a pattern covers.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from functools import partial
 from operator import eq, itemgetter
-from typing import NamedTuple, Optional
+from typing import Any, Generic, NamedTuple, Optional
 
+from ctrie.protocol import S
 from ctrie.topics import Dialect, DialectLike, pattern_validator, require_hashable, topic_validator
 
 __all__ = ["NaiveMatcher", "CompiledPattern", "compile_pattern"]
 
-_EMPTY: frozenset = frozenset()
+_EMPTY: frozenset[Any] = frozenset()
 
 
 class CompiledPattern(NamedTuple):
@@ -209,8 +210,9 @@ def _general_matcher(segments: list[list[Optional[str]]]) -> Callable[[list[str]
     return match
 
 
-class NaiveMatcher:
-    """Pattern -> subscribers map; every lookup tests every stored pattern.
+class NaiveMatcher(Generic[S]):
+    """Pattern -> subscribers map; every lookup tests every stored pattern. Generic in the
+    subscriber type, as every matcher (:class:`ctrie.Matcher`).
 
     Supports every valid pattern of all three dialects.
 
@@ -236,10 +238,10 @@ class NaiveMatcher:
         self._check_pattern = pattern_validator(self.dialect)
         self._check_topic = topic_validator(self.dialect)
         # pattern -> (compiled predicate, set of subscribers); no entry has an empty set.
-        self._entries: dict[str, tuple[Callable[[list[str]], bool], set[Hashable]]] = {}
+        self._entries: dict[str, tuple[Callable[[list[str]], bool], set[S]]] = {}
         self._pairs = 0
 
-    def subscribe(self, pattern: str, subscriber: Hashable) -> None:
+    def subscribe(self, pattern: str, subscriber: S) -> None:
         """Store the pair (``pattern``, ``subscriber``); storing it again does nothing."""
         words = self._check_pattern(pattern)
         require_hashable(subscriber)
@@ -255,7 +257,7 @@ class NaiveMatcher:
                 entry[1].add(subscriber)
             self._pairs += 1
 
-    def unsubscribe(self, pattern: str, subscriber: Hashable) -> bool:
+    def unsubscribe(self, pattern: str, subscriber: S) -> bool:
         """Remove the pair; return whether it was stored."""
         self._check_pattern(pattern)
         require_hashable(subscriber)
@@ -271,7 +273,7 @@ class NaiveMatcher:
             self._pairs -= 1
             return True
 
-    def lookup(self, topic: str) -> frozenset:
+    def lookup(self, topic: str) -> frozenset[S]:
         """Subscribers of every stored pattern matching the literal ``topic``, each once."""
         words = self._check_topic(topic)
         with self._lock:
@@ -282,7 +284,7 @@ class NaiveMatcher:
                 return frozenset(hits[0])
             return _EMPTY.union(*hits)
 
-    def subscriptions(self) -> dict[str, frozenset]:
+    def subscriptions(self) -> dict[str, frozenset[S]]:
         """A consistent copy: pattern -> its subscribers (never empty)."""
         with self._lock:
             return {p: frozenset(subs) for p, (_, subs) in self._entries.items()}

@@ -17,18 +17,18 @@ empty. Bitmaps are Python ``int``s; subscription numbers are allocated and reuse
 from __future__ import annotations
 
 import threading
-from collections.abc import Hashable
 from operator import index
-from typing import NamedTuple
+from typing import Any, Generic, NamedTuple
 
 from ctrie.errors import UnsupportedPatternError
+from ctrie.protocol import S
 from ctrie.topics import Dialect, DialectLike, pattern_validator, require_hashable, topic_validator
 
 from .inverted_bitmap import release_number, subscribers_of, take_number
 
 __all__ = ["OptimizedBitmapMatcher"]
 
-_EMPTY: frozenset = frozenset()
+_EMPTY: frozenset[Any] = frozenset()
 
 
 class _Plan(NamedTuple):
@@ -40,8 +40,9 @@ class _Plan(NamedTuple):
     wild_first: bool  # MQTT: first level is '+' or '#', so '$' topics are excluded
 
 
-class OptimizedBitmapMatcher:
-    """Per-word-position inverted bitmaps for topics of at most ``max_words`` words.
+class OptimizedBitmapMatcher(Generic[S]):
+    """Per-word-position inverted bitmaps for topics of at most ``max_words`` words. Generic
+    in the subscriber type, as every matcher (:class:`ctrie.Matcher`).
 
     A topic longer than ``max_words`` matches nothing (``lookup`` validates it, then returns
     ``frozenset()``). The MQTT rule that a filter starting with ``+`` or ``#`` does not match
@@ -122,8 +123,8 @@ class OptimizedBitmapMatcher:
         self._wild_first = 0
         self._dollar_rule = self.dialect is Dialect.MQTT
         # pattern -> (plan, {subscriber: subscription number}); no empty entries.
-        self._entries: dict[str, tuple[_Plan, dict[Hashable, int]]] = {}
-        self._owner: list = []  # subscription number -> subscriber
+        self._entries: dict[str, tuple[_Plan, dict[S, int]]] = {}
+        self._owner: list[Any] = []  # subscription number -> subscriber
         self._free: list[int] = []  # min-heap of freed numbers
         self._pairs = 0
 
@@ -168,7 +169,7 @@ class OptimizedBitmapMatcher:
         wild_first = self._dollar_rule and words[0] in (single, multi)
         return _Plan(literals, tuple(other), tuple(null), wild_first)
 
-    def subscribe(self, pattern: str, subscriber: Hashable) -> None:
+    def subscribe(self, pattern: str, subscriber: S) -> None:
         """Store the pair and set its bit in its rows; a stored pair is a no-op."""
         words = self._check_pattern(pattern)
         require_hashable(subscriber)
@@ -207,7 +208,7 @@ class OptimizedBitmapMatcher:
                 self._wild_first |= bit
             self._pairs += 1
 
-    def unsubscribe(self, pattern: str, subscriber: Hashable) -> bool:
+    def unsubscribe(self, pattern: str, subscriber: S) -> bool:
         """Remove the pair, clear its bit and free its number; return whether it was stored."""
         self._check_pattern(pattern)
         require_hashable(subscriber)
@@ -241,7 +242,7 @@ class OptimizedBitmapMatcher:
             self._pairs -= 1
             return True
 
-    def lookup(self, topic: str) -> frozenset:
+    def lookup(self, topic: str) -> frozenset[S]:
         """Subscribers of every pattern matching ``topic``; nothing if it is too long."""
         words = self._check_topic(topic)
         n = len(words)
@@ -262,7 +263,7 @@ class OptimizedBitmapMatcher:
                     return _EMPTY
             return subscribers_of(acc, self._owner)
 
-    def subscriptions(self) -> dict[str, frozenset]:
+    def subscriptions(self) -> dict[str, frozenset[S]]:
         """A consistent copy: pattern -> its subscribers (never empty)."""
         with self._lock:
             return {p: frozenset(numbers) for p, (_, numbers) in self._entries.items()}

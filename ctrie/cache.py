@@ -50,7 +50,8 @@ unsubscribed one too) until it is overwritten or swept.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from typing import Any
+
 from cereggii import AtomicInt64
 
 from .size import WINDOWS
@@ -78,13 +79,13 @@ class ResultCache:
                              f"sweep must make room), got cache_max={max_entries}, "
                              f"cache_sweep_to={sweep_to}")
         self.state = AtomicInt64(0)  # version * WINDOWS + open windows
-        self.entries: dict = {}
+        self.entries: dict[str, tuple[int, frozenset[Any]]] = {}
         self.max_entries = max_entries
         self.sweep_to = sweep_to
         # Lookups that missed (walked): the hit rate is 1 - misses / lookups.
         self.misses = AtomicInt64(0)
 
-    def store(self, topic: str, s0: int, result: frozenset) -> None:
+    def store(self, topic: str, s0: int, result: frozenset[Any]) -> None:
         """Keep ``result`` for the plain ``str`` ``topic``, walked between two reads of the
         state, the first ``s0``. The entry moves to the end: a sweep keeps the newest."""
         if s0 % WINDOWS or self.state.get() != s0:
@@ -95,7 +96,7 @@ class ResultCache:
         if len(d) > self.max_entries:
             self._sweep(d)
 
-    def _sweep(self, d: dict) -> None:
+    def _sweep(self, d: dict[str, tuple[int, frozenset[Any]]]) -> None:
         """Replace the entries by the newest ``sweep_to`` still valid ones."""
         s = self.state.get()
         # Iterate a copy, made in one C step: iterating ``d`` itself allocates a tuple per

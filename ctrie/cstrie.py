@@ -62,29 +62,43 @@ much it changes the count, and counts it inside a window that a ``len()`` read c
 
 from __future__ import annotations
 
+import enum
 import time
 from collections.abc import Collection, Hashable, Iterator
-from typing import Optional
+from typing import TYPE_CHECKING, Any, Final, Generic, Literal, Optional
 
 from cereggii import AtomicRef
 
 from .errors import ReadOnlyError
 from .gcas import GCAS, gcas_complete, gcas_read
-from .nodes import (EMPTY, FANOUT, FANOUT_BITS, LEAF_MAX, MAX_SHIFT, Branch, CNode, FailedNode,
-                    KID_MASK, Gen, INode, MainNode, SNode, TNode, automaton, kid_index, kid_slot)
-from .rdcss import rdcss_read_root, rdcss_root
+from .nodes import (EMPTY, FANOUT, FANOUT_BITS, LEAF_MAX, MAX_SHIFT, Automaton, Branch, CNode,
+                    FailedNode, KID_MASK, Gen, INode, Main, SNode, TNode, automaton, kid_index,
+                    kid_slot)
+from .protocol import S
+from .rdcss import Root, rdcss_read_root, rdcss_root
 from .cache import CACHE_MAX_ENTRIES, CACHE_SWEEP_TO, ResultCache
 from .size import SizeCounter
-from .subsets import SUBS_FLAT, SubSet, as_frozenset, with_sub, without_sub
+from .subsets import SUBS_FLAT, Subscribers, SubSet, as_frozenset, with_sub, without_sub
 from .topics import Dialect, DialectLike, pattern_validator, require_hashable, topic_validator
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .counters import Counters
 
 __all__ = ["CSTrie"]
 
+
+class _Retry(enum.Enum):
+    """The type of :data:`_RESTART` (an enum member, so that a type checker narrows
+    ``x is _RESTART``)."""
+
+    RESTART = "restart"
+
+
 # Results of the recursive update steps: RESTART re-reads the root and tries again.
-_RESTART = object()
+_RESTART: Final = _Retry.RESTART
 # Event counters (see ctrie.counters); None unless a contention experiment installed them.
 # Every site that counts is off the common path.
-_count = None
+_count: Optional[Counters] = None
 
 # How many times len() reads the size counter while writes are inside their windows before
 # it counts a read-only snapshot instead (see ctrie.size).
@@ -99,8 +113,9 @@ class _Slow(Exception):
     """Raised inside a lookup whose topic needs the validator's full checks."""
 
 
-class CSTrie:
-    """A lock-free subscription trie implementing the :class:`~ctrie.Matcher` protocol.
+class CSTrie(Generic[S]):
+    """A lock-free subscription trie implementing the :class:`~ctrie.Matcher` protocol,
+    generic in the subscriber type (``CSTrie[str]()``; unparameterised: ``Hashable``).
 
     Thread-safety: every method may be called from any number of threads at once, on CPython
     with or without the GIL; every method is linearizable and none takes a lock.
@@ -153,15 +168,16 @@ class CSTrie:
     )
 
     def __new__(cls, dialect: DialectLike = Dialect.NATS, *, cache: bool = False,
-                **_kw: object) -> CSTrie:
+                **_kw: object) -> CSTrie[S]:
         # With a result cache, an instance of the subclass whose lookup consults it: the
-        # lookup of a trie without one pays nothing for the option.
+        # lookup of a trie without one pays nothing for the option. (Typed as what it is
+        # to its callers, a CSTrie[S]: _CachedCSTrie is a private subclass.)
         return object.__new__(_CachedCSTrie if cache and cls is CSTrie else cls)
 
     def __init__(self, dialect: DialectLike = Dialect.NATS, *, cache: bool = False,
                  cache_max: int = CACHE_MAX_ENTRIES, cache_sweep_to: int = CACHE_SWEEP_TO,
                  _root: Optional[INode] = None, _readonly: bool = False,
-                 _frozen: Optional[MainNode] = None, _leaf_max: int = LEAF_MAX) -> None:
+                 _frozen: Optional[Main] = None, _leaf_max: int = LEAF_MAX) -> None:
         if type(cache) is not bool:
             raise TypeError(f"cache must be True or False, got {cache!r}")
         # The result cache (ctrie.cache), its own for every trie and every snapshot.
@@ -179,7 +195,7 @@ class CSTrie:
         if _root is None:
             _root = INode(CNode({}, d.single, d.multi), Gen())
         # The root reference holds an INode or, while a snapshot swaps it, a descriptor.
-        self._root = AtomicRef(_root)
+        self._root: AtomicRef[Root] = AtomicRef(_root)
         self._amqp = d is Dialect.AMQP
         self._mqtt = d is Dialect.MQTT
         self._multi_min = d.multi_min
@@ -196,7 +212,7 @@ class CSTrie:
 
     # --- snapshots --------------------------------------------------------------------------
 
-    def _swap_root_generation(self) -> tuple[INode, MainNode]:
+    def _swap_root_generation(self) -> tuple[INode, Main]:
         """Give this trie's root a new generation (RDCSS), returning the old root and its
         main node. From then on both the old root and every I-node below it are frozen:
         GCAS on them aborts, because no root has their generation any more."""
@@ -206,7 +222,7 @@ class CSTrie:
             if rdcss_root(self, r, expected, INode(expected, Gen())):
                 return r, expected
 
-    def snapshot(self) -> CSTrie:
+    def snapshot(self) -> CSTrie[S]:
         """An O(1), consistent, writable copy; the two tries are independent afterwards.
 
         Linearizes at the RDCSS that renews this trie's root generation (the CAS that decides
@@ -220,7 +236,7 @@ class CSTrie:
         return CSTrie(self.dialect, _root=INode(expected, Gen()), _frozen=expected,
                       _leaf_max=self._leaf_max, **self._cache_options())
 
-    def read_only_snapshot(self) -> CSTrie:
+    def read_only_snapshot(self) -> CSTrie[S]:
         """An O(1), consistent, read-only view; ``subscribe``/``unsubscribe`` on it raise
         :class:`~ctrie.ReadOnlyError`. It keeps the old root, which no writer touches again."""
         if self._readonly:
@@ -229,12 +245,12 @@ class CSTrie:
         return CSTrie(self.dialect, _root=old_root, _readonly=True, _leaf_max=self._leaf_max,
                       **self._cache_options())
 
-    def _copy(self, readonly: bool) -> CSTrie:
+    def _copy(self, readonly: bool) -> CSTrie[S]:
         m = gcas_read(self._read_root(), self)
         return CSTrie(self.dialect, _root=INode(m, Gen()), _readonly=readonly, _frozen=m,
                       _leaf_max=self._leaf_max, **self._cache_options())
 
-    def _cache_options(self) -> dict:
+    def _cache_options(self) -> dict[str, Any]:
         """The cache settings of this trie, for a snapshot: the same, with a cache of its
         own (a snapshot and its origin never serve each other's answers)."""
         c = self._cache
@@ -244,7 +260,7 @@ class CSTrie:
 
     # --- subscribe --------------------------------------------------------------------------
 
-    def subscribe(self, pattern: str, subscriber: Hashable) -> None:
+    def subscribe(self, pattern: str, subscriber: S) -> None:
         """Add ``subscriber`` to ``pattern`` (idempotent). O(k) plus one C-node copy.
 
         Raises ``TypeError``/:class:`~ctrie.InvalidTopicError` on bad input (the trie is
@@ -301,7 +317,8 @@ class CSTrie:
             inode = INode(CNode({t[j]: Branch(EMPTY, inode)}, single, multi), gen)
         return inode
 
-    def _insert(self, root: INode, words: list[str], subscriber: Hashable) -> object:
+    def _insert(self, root: INode, words: list[str],
+                subscriber: Hashable) -> Optional[Literal[_Retry.RESTART]]:
         startgen = root.gen
         single, multi = self._single, self._multi
         inode, parent, pword = root, None, None
@@ -365,20 +382,21 @@ class CSTrie:
                 if child.words == rest:
                     if subscriber in child.subs:
                         return None  # already there: linearizes at the read of m
-                    nb = Branch(b.subs, child.with_subs(with_sub(child.subs, subscriber)))
+                    # (``b`` is set: ``child`` came from it. Likewise below.)
+                    nb = Branch(b.subs, child.with_subs(with_sub(child.subs, subscriber)))  # type: ignore[union-attr]
                     return None if GCAS(inode, m, m.updated(w, nb, single, multi), self) else _RESTART
                 if self._leaf_max >= 2:
                     # Another pattern: expand the S-node into fresh I-nodes down to where
                     # the two patterns part, with the new pattern already in them, and
                     # publish both with one GCAS (the linearization point; one pair more).
-                    nb = Branch(b.subs, self._expanded_with(child, rest, subscriber, startgen))
+                    nb = Branch(b.subs, self._expanded_with(child, rest, subscriber, startgen))  # type: ignore[union-attr]
                     return (None if GCAS(inode, m, m.updated(w, nb, single, multi), self, delta=1)
                             else _RESTART)
                 # (Leaves of one word: the two words may need a split.) Expand the S-node
                 # alone: the stored patterns are unchanged by this GCAS, so it needs no
                 # linearization point of its own (``neutral``: it moves the S-node's pairs
                 # out of this level without changing the count); then read this level again.
-                nb = Branch(b.subs, self._expanded(child, rest, startgen))
+                nb = Branch(b.subs, self._expanded(child, rest, startgen))  # type: ignore[union-attr]
                 if GCAS(inode, m, m.updated(w, nb, single, multi), self, neutral=True):
                     continue
                 return _RESTART
@@ -410,7 +428,7 @@ class CSTrie:
 
     # --- unsubscribe ------------------------------------------------------------------------
 
-    def unsubscribe(self, pattern: str, subscriber: Hashable) -> bool:
+    def unsubscribe(self, pattern: str, subscriber: S) -> bool:
         """Remove ``subscriber`` from ``pattern``; True if the pair was present. O(k).
 
         Prunes the branch when it is left with no subscribers and no live child; a non-root
@@ -425,14 +443,15 @@ class CSTrie:
             root = self._read_root()
             res = self._remove(root, words, subscriber)
             if res is not _RESTART:
-                return res  # type: ignore[return-value]
+                return res
             if _count is not None:
                 _count("write_retry")
 
     def _is_tomb(self, inode: INode) -> bool:
         return type(gcas_read(inode, self)) is TNode
 
-    def _remove(self, root: INode, words: list[str], subscriber: Hashable) -> object:
+    def _remove(self, root: INode, words: list[str],
+                subscriber: Hashable) -> bool | Literal[_Retry.RESTART]:
         """Scala's rec_remove, as a loop: returns True, False or _RESTART.
 
         It goes down the path of ``words`` keeping the I-nodes it passed on an explicit
@@ -505,7 +524,7 @@ class CSTrie:
             # Here the pair was found on this level: ``subs`` and ``child`` are what the
             # branch keeps.
             if subs or child is not None:
-                nm: MainNode = m.updated(w, Branch(subs, child), single, multi)
+                nm: Main = m.updated(w, Branch(subs, child), single, multi)
             elif len(m.branches) > 1 or parent is None or m.kids is not None:
                 nm = m.removed(w, single, multi)  # the root's C-node may be empty
             else:
@@ -622,12 +641,14 @@ class CSTrie:
         pm = gcas_read(parent, self)
         if type(pm) is not CNode:
             return True
+        if word is None:  # (only the root has no word, and it has no parent)
+            return None
         br = pm.branches
-        b = br[word] if word in br else None  # type: ignore[index]  # not dict.get: ctrie/_ftdict.py
+        b = br[word] if word in br else None  # not dict.get: ctrie/_ftdict.py
         if b is None or b.inode is not tombed:
             # Not the word's child: perhaps the kid (a hash level) the word's slice is in.
             ks = pm.kids
-            if ks is None or word is None:
+            if ks is None:
                 return None  # already compressed, or moved (a split of this level)
             j = kid_index(pm, word)
             if ks[j] is not tombed:
@@ -635,7 +656,7 @@ class CSTrie:
             if parent.gen is not startgen and not self._readonly:
                 return True
             if len(ks) - ks.count(None) > 1:
-                npm: MainNode = pm.with_kid(j, None)
+                npm: Main = pm.with_kid(j, None)
             elif pm.branches or parent_is_root:
                 # The level's last kid: back to a leaf (wildcards only, or empty at the
                 # root). A fresh ``lit`` token: lookups that read the split node re-check.
@@ -652,9 +673,9 @@ class CSTrie:
             return True  # (only a broken GCAS, as the tests' mutants, un-entombs a node)
         sn = tm.sn
         if b.subs or sn is not None:
-            npm = pm.updated(word, Branch(b.subs, sn), single, multi)  # type: ignore[arg-type]
+            npm = pm.updated(word, Branch(b.subs, sn), single, multi)
         elif len(pm.branches) > 1 or parent_is_root or pm.kids is not None:
-            npm = pm.removed(word, single, multi)  # type: ignore[arg-type]
+            npm = pm.removed(word, single, multi)
         else:
             npm = TNode()
         if not parent_is_root and type(npm) is CNode:
@@ -662,7 +683,7 @@ class CSTrie:
         # The tomb's pairs move up into the parent: the count does not change.
         return GCAS(parent, pm, npm, self, delta=npm.npairs - pm.npairs - tm.npairs)
 
-    def _contracted(self, m: CNode) -> MainNode:
+    def _contracted(self, m: CNode) -> Main:
         """The Ctrie's toContracted: ``m`` (the new C-node of a non-root I-node), or, if it
         is a word level left with one pattern (one branch: subscribers and no child, or no
         subscribers and an S-node), a tomb holding that pattern as an S-node. The parent's
@@ -682,7 +703,7 @@ class CSTrie:
 
     # --- lookup -----------------------------------------------------------------------------
 
-    def lookup(self, topic: str) -> frozenset:
+    def lookup(self, topic: str) -> frozenset[S]:
         """Every subscriber of every pattern matching the literal ``topic``, once each.
 
         O(k) per matching path (see the class docstring), at most three walks. Lock-free
@@ -738,13 +759,15 @@ class CSTrie:
             walks += 1
             # The root reference may hold an RDCSS descriptor (a snapshot is being taken):
             # then ``root.main`` below raises AttributeError, and the handler completes it.
-            root = self._root.get()
-            hits: list[frozenset] = []
+            # (Any: the walk reads its nodes duck-typed, a descriptor or a tomb failing an
+            # attribute read, which a type checker cannot follow.)
+            root: Any = self._root.get()
+            hits: list[Subscribers] = []
             # For each I-node read but the last: its AtomicRef, the main node read and the
             # index of the word read there (n: none), for the validation below.
-            seen: list = []
+            seen: list[Any] = []
             add = hits.append
-            forks: Optional[list] = None  # made at the first fork
+            forks: Optional[list[tuple[INode, INode, int]]] = None  # made at the first fork
             inode = root
             parent = None
             i = 0
@@ -818,7 +841,7 @@ class CSTrie:
                                     key = c.key
                                     lk = len(key)
                                     if (n - i >= lk + self._multi_min) if c.open else (n - i == lk):
-                                        r = words[i:i + lk]
+                                        r: list[Any] = words[i:i + lk]  # None at c.wild
                                         for j in c.wild:
                                             r[j] = None
                                         if r == key:
@@ -877,10 +900,11 @@ class CSTrie:
                 return EMPTY
             if len(hits) == 1:
                 h = hits[0]  # a branch's own frozenset: immutable, so safe to hand out
-                return h if type(h) is frozenset else h.frozen()  # a SubSet: cached once
+                # (Tested as "a SubSet", which is final, so that a type checker narrows.)
+                return h.frozen() if type(h) is SubSet else h  # SubSet.frozen(): cached once
             return EMPTY.union(*hits)
 
-    def _kid_branch(self, m: CNode, w: str, k: int, seen: list) -> Optional[Branch]:
+    def _kid_branch(self, m: Main, w: str, k: int, seen: list[Any]) -> Optional[Branch]:
         """The branch of word ``w`` below the split C-node ``m`` (a wide level, read at
         word index ``k``), or None: follows ``w``'s hash down the kids, recording each kid
         read in ``seen`` like any other I-node the lookup used (its branch of ``w`` present
@@ -888,7 +912,8 @@ class CSTrie:
         the unsubscribe that made it cleans it. O(log W) reads for a level of W words."""
         h = hash(w)  # kid_index(m, w) inlined below: this runs at every hash level
         while True:
-            kid = m.kids[(h >> m.shift) & KID_MASK]  # type: ignore[index]
+            # (``m`` is a split C-node here: the caller's, or one whose kids were set below.)
+            kid = m.kids[(h >> m.shift) & KID_MASK]  # type: ignore[union-attr, index]
             if kid is None:
                 return None
             ref = kid.main
@@ -904,7 +929,7 @@ class CSTrie:
             if m.kids is None:
                 return None
 
-    def _validate(self, seen: list, words: list[str]) -> bool:
+    def _validate(self, seen: list[Any], words: list[str]) -> bool:
         """Whether every part of every I-node in ``seen`` that the walk *used* is unchanged.
 
         ``seen`` holds triples (the I-node's AtomicRef, the main node ``m`` read, the index
@@ -949,8 +974,8 @@ class CSTrie:
                 return False
         return True
 
-    def _revalidate(self, seen: list, hits: list, words: list[str], dollar: bool,
-                    last: tuple) -> Optional[frozenset]:
+    def _revalidate(self, seen: list[Any], hits: list[Subscribers], words: list[str],
+                    dollar: bool, last: Optional[tuple[Any, ...]]) -> Optional[frozenset[Any]]:
         """After a lookup walk whose quick check failed: the walk's result, repaired where
         only subscriber sets changed, or None if the walk must be done again.
 
@@ -1037,7 +1062,7 @@ class CSTrie:
             return EMPTY
         return as_frozenset(hits[0]) if len(hits) == 1 else EMPTY.union(*hits)
 
-    def _frozen_lookup(self, topic: str) -> frozenset:
+    def _frozen_lookup(self, topic: str) -> frozenset[Any]:
         """The fallback of a lookup whose validation failed ``_MAX_WALKS`` times: walk a
         frozen root, which needs no validation.
 
@@ -1087,13 +1112,14 @@ class CSTrie:
             ks = pm.kids
             if ks is None or word is None:
                 raise _Restart  # already compressed out of the parent: the parent changed
-            holder = ks[kid_index(pm, word)]
-            if holder is None:
+            kid = ks[kid_index(pm, word)]
+            if kid is None:
                 raise _Restart  # the kid is gone: the parent changed
+            holder = kid
             if holder.gen is not rootgen:
                 return  # frozen by a snapshot: read the tomb as empty, as above
 
-    def _lookup_amqp(self, words: list[str]) -> frozenset:
+    def _lookup_amqp(self, words: list[str]) -> frozenset[Any]:
         """AMQP lookup: :meth:`_walk_amqp`, validated as :meth:`lookup` validates its walk
         (:meth:`_validate`: only the parts each visit used), at most ``_MAX_WALKS`` walks,
         then the frozen root."""
@@ -1108,8 +1134,8 @@ class CSTrie:
                     _count("rewalk")
             walks += 1
             root = self._read_root()
-            hits: list[frozenset] = []
-            seen: list = []
+            hits: list[Subscribers] = []
+            seen: list[Any] = []
             try:
                 self._walk_amqp(root, words, hits, seen)
             except _Restart:
@@ -1124,7 +1150,8 @@ class CSTrie:
                 return EMPTY
             return as_frozenset(hits[0]) if len(hits) == 1 else EMPTY.union(*hits)
 
-    def _walk_amqp(self, root: INode, words: list[str], hits: list, seen: list) -> None:
+    def _walk_amqp(self, root: INode, words: list[str], hits: list[Subscribers],
+                   seen: list[Any]) -> None:
         """AMQP: '#' matches zero or more words anywhere. Iterative, with an explicit stack.
 
         A state is (I-node, index of the next word). The trie is a tree, so a state is
@@ -1145,13 +1172,13 @@ class CSTrie:
         absorbed: dict[INode, int] = {}
         # S-nodes with an inner '#': S-node -> [start indices, smallest index of a '#'
         # branch above it (then it may start at any index from there)].
-        later: dict[SNode, list] = {}
+        later: dict[SNode, list[Any]] = {}
         stack: list[tuple[INode, Optional[INode], int]] = [(root, None, 0)]
         pop, push = stack.pop, stack.append
         while stack:
             inode, parent, i = pop()
             ref = inode.main
-            m = ref.get()
+            m: Any = ref.get()  # duck-typed: a tomb fails m.fwc (as in lookup)
             if m.prev is not None:
                 m = gcas_complete(inode, m, self)
             try:
@@ -1208,7 +1235,7 @@ class CSTrie:
                             key = c.key
                             lk = len(key)
                             if (n - i >= lk) if c.open else (n - i == lk):
-                                r = words[i:i + lk]
+                                r: list[Any] = words[i:i + lk]  # None at c.wild
                                 for j in c.wild:
                                     r[j] = None
                                 if r == key:
@@ -1237,7 +1264,7 @@ class CSTrie:
 
     # --- whole-trie reads -------------------------------------------------------------------
 
-    def _items(self) -> Iterator[tuple[str, frozenset]]:
+    def _items(self) -> Iterator[tuple[str, frozenset[Any]]]:
         """(pattern, subscribers) of a frozen trie, depth first; call on a read-only view."""
         sep = self.dialect.separator
         stack: list[tuple[INode, str]] = [(self._read_root(), "")]
@@ -1258,7 +1285,7 @@ class CSTrie:
                 elif c is not None:
                     stack.append((c, path + sep))
 
-    def subscriptions(self) -> dict[str, frozenset]:
+    def subscriptions(self) -> dict[str, frozenset[S]]:
         """Pattern -> subscribers, consistent as of one instant (read on a read-only
         snapshot). O(size of the trie)."""
         return dict(self.read_only_snapshot()._items())
@@ -1291,7 +1318,7 @@ class CSTrie:
             time.sleep(0)  # let a write inside its window finish
         return len(self.read_only_snapshot())
 
-    def _count_pairs(self, m: Optional[MainNode]) -> int:
+    def _count_pairs(self, m: Optional[Main]) -> int:
         """The pairs stored in the frozen subtree of main node ``m``. O(its size)."""
         n = 0
         stack = [m]
@@ -1388,7 +1415,7 @@ class CSTrie:
                     stack.append((c, path + w + self.dialect.separator, in_gen and here, None))
         size = self._size
         n = None if size is None else size.read()
-        if n is not None:  # None: a window left open by an exception; len() then counts
+        if size is not None and n is not None:  # n None: a window left open; len() counts
             base = size.base if size.base is not None else self._count_pairs(size.frozen)
             assert base + n == pairs, f"size counter says {base + n}, the trie holds {pairs} pairs"
 
@@ -1408,7 +1435,7 @@ assert KID_MASK == 31
 _REVALIDATIONS = 3
 
 
-def _same_use(m: CNode, m2: MainNode, k: int, words: list[str], n: int,
+def _same_use(m: CNode, m2: Main, k: int, words: list[str], n: int,
               same_child: bool) -> bool:
     """Whether ``m2`` (a later main node of the I-node that held ``m``) has the parts a walk
     used at word index ``k`` unchanged (see :meth:`CSTrie._validate`): the many- and
@@ -1418,23 +1445,24 @@ def _same_use(m: CNode, m2: MainNode, k: int, words: list[str], n: int,
     subscribers changed). O(1)."""
     if type(m2) is not CNode:
         return False
-    pairs = [(m.fwc, m2.fwc), (m.pwc, m2.pwc)]
+    pairs: list[tuple[Optional[Branch | INode], Optional[Branch | INode]]] = [
+        (m.fwc, m2.fwc), (m.pwc, m2.pwc)]
     if k < n:
         w = words[k]
         br, br2 = m.branches, m2.branches
-        b = br[w] if w in br else None  # not dict.get: ctrie/_ftdict.py
-        b2 = br2[w] if w in br2 else None
+        b: Optional[Branch | INode] = br[w] if w in br else None  # not dict.get: ctrie/_ftdict.py
+        b2: Optional[Branch | INode] = br2[w] if w in br2 else None
         # On a split C-node (a wide level) the part used for a literal word is the kid its
         # hash leads to: the same kid I-node (its content is validated by its own record),
         # or none in both with the same ``lit`` token (no kid was added in between).
         if b is None and m.kids is not None:
             b = m.kids[kid_index(m, w)]
-        if b2 is None and m2.kids is not None:  # type: ignore[union-attr]
-            b2 = m2.kids[kid_index(m2, w)]  # type: ignore[union-attr, arg-type]
-        if b is None and b2 is None and m2.lit is not m.lit:  # type: ignore[union-attr]
+        if b2 is None and m2.kids is not None:
+            b2 = m2.kids[kid_index(m2, w)]
+        if b is None and b2 is None and m2.lit is not m.lit:
             return False
         pairs.append((b, b2))
-    if (m.fwc is None or m.pwc is None) and m2.wc is not m.wc:  # type: ignore[union-attr]
+    if (m.fwc is None or m.pwc is None) and m2.wc is not m.wc:
         return False
     for b, b2 in pairs:
         if b is b2:
@@ -1445,7 +1473,7 @@ def _same_use(m: CNode, m2: MainNode, k: int, words: list[str], n: int,
     return True
 
 
-def _swap_hits(hits: list, old: object, new: object) -> bool:
+def _swap_hits(hits: list[Subscribers], old: Subscribers, new: Subscribers) -> bool:
     """In a lookup's ``hits``, the subscriber set ``old`` (if the walk took it: only
     non-empty ones are taken) replaced by ``new`` (if non-empty); False if ``old`` is not
     there (its record was swapped already). By identity: an equal set taken elsewhere stays."""
@@ -1461,7 +1489,7 @@ def _swap_hits(hits: list, old: object, new: object) -> bool:
     return True
 
 
-def _path_step(m: CNode, w: str) -> tuple[object, int]:
+def _path_step(m: CNode, w: str) -> tuple[INode | SNode | None, int]:
     """The next node on the path of word ``w`` from a level's C-node ``m``, and how many
     words that consumes: the child of ``w``'s branch (1), or, at a split C-node, the kid of
     ``w``'s hash slice (0: the same word, one hash level down). The clean-up walks use it."""
@@ -1480,7 +1508,7 @@ def _check_subs(subs: object, where: str) -> None:
         return
     assert type(subs) is SubSet, f"subscribers are a {type(subs).__name__} at {where!r}"
     assert subs.size > SUBS_FLAT // 2, f"SubSet of {subs.size} at {where!r}"
-    members = set()
+    members: set[Any] = set()
     for leaf in subs.leaves():
         assert type(leaf) is tuple and leaf, f"bad SubSet leaf at {where!r}"
         assert len(set(leaf)) == len(leaf), f"duplicate in a SubSet leaf at {where!r}"
@@ -1507,13 +1535,13 @@ def _snode_ok(c: SNode, words: list[str], i: int, multi_min: int) -> bool:
     # first would make a long topic cost O(len(topic)) at every S-node it passes.
     if (len(words) - i < k + multi_min) if c.open else (len(words) - i != k):
         return False
-    r = words[i:i + k]
+    r: list[Any] = words[i:i + k]  # None at c.wild
     for j in c.wild:
         r[j] = None
     return r == key
 
 
-def _tail_ok_amqp(nfa: tuple, words: list[str], starts: Collection[int],
+def _tail_ok_amqp(nfa: Automaton, words: list[str], starts: Collection[int],
                   hash_from: Optional[int]) -> bool:
     """AMQP: does the pattern of an S-node (its ``nfa``, :func:`ctrie.nodes.automaton`: '*'
     one word, '#' zero or more, anywhere) match ``words[j:]`` for some ``j`` in ``starts``,
@@ -1550,13 +1578,14 @@ def _tail_ok_amqp(nfa: tuple, words: list[str], starts: Collection[int],
     return bool(S & accept)
 
 
-class _CachedCSTrie(CSTrie):
+class _CachedCSTrie(CSTrie[S]):
     """A CSTrie whose lookups go through its result cache (``CSTrie(cache=True)`` makes
     one; :mod:`ctrie.cache` has the protocol and the argument)."""
 
     __slots__ = ()
+    _cache: ResultCache  # never None here (cache=True made it)
 
-    def lookup(self, topic: str) -> frozenset:
+    def lookup(self, topic: str) -> frozenset[S]:
         """As :meth:`CSTrie.lookup`; a topic looked up before, with no content change
         since, is answered from the cache: one atomic load and one dict probe."""
         # The hit (the protocol is in ctrie.cache; written here, not behind a call, since
@@ -1568,8 +1597,8 @@ class _CachedCSTrie(CSTrie):
             # walk validates anything else (and raises the documented error).
             return CSTrie.lookup(self, topic)
         c = self._cache
-        s = c.state.get()  # type: ignore[union-attr]
-        d = c.entries  # type: ignore[union-attr]
+        s = c.state.get()
+        d = c.entries
         e = None
         if topic in d:  # not dict.get: see ctrie/_ftdict.py
             try:
@@ -1579,6 +1608,6 @@ class _CachedCSTrie(CSTrie):
         if e is not None and e[0] == s:
             return e[1]
         result = CSTrie.lookup(self, topic)
-        c.misses.increment_and_get(1)  # type: ignore[union-attr]
-        c.store(topic, s, result)  # type: ignore[union-attr]
+        c.misses.increment_and_get(1)
+        c.store(topic, s, result)
         return result

@@ -22,26 +22,28 @@ hint is safe because a committed ``prev`` never changes again.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from cereggii import AtomicRef
 
 from .cache import close_window, open_window
-from .nodes import FailedNode, INode, MainNode
+from .nodes import FailedNode, INode, Main, Prev
 from .size import WINDOWS
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .counters import Counters
     from .cstrie import CSTrie
+    from .faults import FaultHook
 
 __all__ = ["GCAS", "gcas_read", "gcas_complete"]
 
 # The fault-injection hook (see ctrie.faults); None in production.
-_fault = None
+_fault: Optional[FaultHook] = None
 # Event counters (see ctrie.counters); None unless a contention experiment installed them.
-_count = None
+_count: Optional[Counters] = None
 
 
-def gcas_read(inode: INode, trie: CSTrie) -> MainNode:
+def gcas_read(inode: INode, trie: CSTrie[Any]) -> Main:
     """GCAS_READ: the committed main node of ``inode``, completing a pending GCAS first."""
     m = inode.main.get()
     if m.prev is None:
@@ -49,7 +51,7 @@ def gcas_read(inode: INode, trie: CSTrie) -> MainNode:
     return gcas_complete(inode, m, trie)
 
 
-def gcas_complete(inode: INode, m: MainNode, trie: CSTrie) -> MainNode:
+def gcas_complete(inode: INode, m: Main, trie: CSTrie[Any]) -> Main:
     """GCAS_COMPLETE: settle the GCAS that installed ``m`` (if still pending) and return
     the I-node's committed main node."""
     while True:
@@ -96,7 +98,7 @@ def gcas_complete(inode: INode, m: MainNode, trie: CSTrie) -> MainNode:
             m = inode.main.get()
 
 
-def GCAS(inode: INode, old: MainNode, new: MainNode, trie: CSTrie, neutral: bool = False,
+def GCAS(inode: INode, old: Main, new: Main, trie: CSTrie[Any], neutral: bool = False,
          delta: Optional[int] = None) -> bool:
     """Replace ``old`` by ``new`` in ``inode`` if the root's generation is still the
     I-node's. True when ``new`` is committed (the write's linearization point), False when
@@ -112,8 +114,9 @@ def GCAS(inode: INode, old: MainNode, new: MainNode, trie: CSTrie, neutral: bool
     raise there) leaves the window open for good: ``len()`` then always counts a snapshot,
     slower but never wrong."""
     if delta is None:
-        delta = 0 if neutral else new.npairs - old.npairs  # type: ignore[attr-defined]
+        delta = 0 if neutral else new.npairs - old.npairs
     if delta:
+        # (``_size`` is None only in a read-only trie, which never writes.)
         state = trie._size.state  # type: ignore[union-attr]
         state.increment_and_get(1)  # open the window before ``new`` can be seen by anyone
         cache = trie._cache  # the result cache's window (ctrie.cache), the same way
@@ -128,7 +131,7 @@ def GCAS(inode: INode, old: MainNode, new: MainNode, trie: CSTrie, neutral: bool
             _fault("inode_cas", "after")
         gcas_complete(inode, new, trie)
         # Read the verdict from the AtomicRef, not the hint: None means committed.
-        p: Optional[AtomicRef] = new.prev
+        p: Optional[AtomicRef[Prev]] = new.prev
         committed = p is None or p.get() is None
     else:
         if _fault is not None:

@@ -28,14 +28,20 @@ and never touch published ones.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Any, Optional, Union, final
 
 from cereggii import AtomicRef
 
-__all__ = ["Gen", "INode", "MainNode", "CNode", "TNode", "FailedNode", "Branch", "SNode", "EMPTY",
-           "LEAF_MAX", "FANOUT_BITS", "FANOUT", "KID_MASK", "MAX_SHIFT", "kid_index", "kid_slot"]
+if TYPE_CHECKING:
+    from .subsets import Subscribers
 
-EMPTY: frozenset = frozenset()
+__all__ = ["Gen", "INode", "MainNode", "CNode", "TNode", "FailedNode", "Branch", "SNode", "EMPTY",
+           "LEAF_MAX", "FANOUT_BITS", "FANOUT", "KID_MASK", "MAX_SHIFT", "kid_index", "kid_slot",
+           "Main", "Prev", "Kids", "Automaton"]
+
+# Types: the nodes are not generic. A trie stores subscribers of one type (the ``S`` of
+# ``CSTrie[S]``, checked where they come in, at ``subscribe``), so the sets here hold ``Any``.
+EMPTY: frozenset[Any] = frozenset()
 
 #: A level's words live in one flat dict (a leaf C-node) until it would hold more than
 #: ``LEAF_MAX`` literal words; then the level splits on the words' hashes into ``FANOUT``
@@ -51,6 +57,7 @@ KID_MASK = FANOUT - 1  #: hash bits at a shift -> kid index (walks inline it)
 MAX_SHIFT = 60
 
 
+@final
 class Gen:
     """A generation tag. Deliberately has no ``__eq__``: two generations are the same only if
     they are the same object (a known bug of Ctrie ports compared them by value)."""
@@ -68,9 +75,10 @@ class MainNode:
 
     def __init__(self) -> None:
         # None: committed (or never published through GCAS). See ctrie.gcas.
-        self.prev: Optional[AtomicRef] = None
+        self.prev: Optional[AtomicRef[Prev]] = None
 
 
+@final
 class SNode:
     """A singleton node: ``words`` (a non-empty tuple) is the rest of exactly one pattern
     below a branch, and ``subs`` (non-empty) its subscribers. Immutable, and it has no
@@ -85,7 +93,7 @@ class SNode:
 
     __slots__ = ("words", "subs", "key", "wild", "open", "nfa")
 
-    def __init__(self, words: tuple[str, ...], subs: frozenset, single: str, multi: str) -> None:
+    def __init__(self, words: tuple[str, ...], subs: Subscribers, single: str, multi: str) -> None:
         self.words = words
         self.subs = subs
         # For matching in NATS and MQTT, where the many-level wildcard can only be last:
@@ -94,17 +102,17 @@ class SNode:
         # wildcard. A topic's rest matches if it has the right length and, with None put at
         # ``wild``, equals ``key`` (one C-level list comparison).
         self.open = words[-1] == multi
-        key = list(words[:-1] if self.open else words)
+        key: list[Optional[str]] = list(words[:-1] if self.open else words)
         self.wild = tuple(j for j, w in enumerate(key) if w == single)
         for j in self.wild:
-            key[j] = None  # type: ignore[call-overload]
+            key[j] = None
         self.key = key
         # AMQP allows '#' anywhere: a pattern with no '#' but a trailing one matches as
         # above (with ``multi_min`` 0); any other needs an automaton, built here once:
         # ``nfa`` (see :func:`automaton`). Always None in NATS and MQTT.
         self.nfa = automaton(words, single, multi) if multi in key else None
 
-    def with_subs(self, subs: object) -> SNode:
+    def with_subs(self, subs: Subscribers) -> SNode:
         """The same pattern with other subscribers: shares the derived fields. O(1)."""
         c = SNode.__new__(SNode)
         c.words, c.key, c.wild, c.open, c.nfa = self.words, self.key, self.wild, self.open, self.nfa
@@ -115,7 +123,7 @@ class SNode:
         return f"SNode({self.words!r}, {len(self.subs)} subscribers)"
 
 
-def automaton(words: tuple[str, ...], single: str, multi: str) -> tuple[int, int, dict[str, int], int, int]:
+def automaton(words: tuple[str, ...], single: str, multi: str) -> Automaton:
     """The bit-parallel automaton of a pattern with many-level wildcards anywhere (AMQP):
     ``(hashes, stars, literals, start, accept)``. Bit ``s`` stands for pattern position
     ``s``: ``hashes`` and ``stars`` mark the wildcards, ``literals[w]`` the positions of word
@@ -136,6 +144,7 @@ def automaton(words: tuple[str, ...], single: str, multi: str) -> tuple[int, int
     return hashes, stars, literals, start, 1 << len(words)
 
 
+@final
 class Branch:
     """A word's branch in a C-node: ``subs`` (a frozenset of subscribers whose pattern ends
     here) and ``inode``: the child I-node, an :class:`SNode` holding the only pattern that
@@ -143,7 +152,7 @@ class Branch:
 
     __slots__ = ("subs", "inode")
 
-    def __init__(self, subs: frozenset, inode: Optional[INode | SNode]) -> None:
+    def __init__(self, subs: Subscribers, inode: Optional[INode | SNode]) -> None:
         self.subs = subs
         self.inode = inode
 
@@ -151,6 +160,7 @@ class Branch:
         return f"Branch({set(self.subs) or '{}'}, {self.inode!r})"
 
 
+@final
 class CNode(MainNode):
     """A C-node: ``branches`` maps words to their :class:`Branch`. ``pwc`` and ``fwc`` cache
     the branches of the dialect's one-level and many-level wildcard words (or None) so that
@@ -192,7 +202,7 @@ class CNode(MainNode):
 
     def __init__(self, branches: dict[str, Branch], single: str, multi: str,
                  lit: object = None, wc: object = None, npairs: Optional[int] = None,
-                 kids: Optional[tuple] = None, shift: int = 0) -> None:
+                 kids: Optional[Kids] = None, shift: int = 0) -> None:
         self.prev = None
         self.branches = branches
         # not dict.get: see ctrie/_ftdict.py
@@ -208,7 +218,7 @@ class CNode(MainNode):
         """A copy with ``word`` mapped to ``branch`` (a new insertion token if ``word`` is
         new here)."""
         branches = self.branches.copy()
-        c = branch.inode  # _pairs(branch) inlined: this runs on every write
+        c: INode | SNode | CNode | None = branch.inode  # _pairs(branch) inlined: on every write
         n = self.npairs + (len(branch.subs) + len(c.subs) if type(c) is SNode else len(branch.subs))
         lit, wc = self.lit, self.wc
         if word in branches:
@@ -246,7 +256,7 @@ class CNode(MainNode):
         fresh leaf C-nodes under ``FANOUT`` kid I-nodes of generation ``gen``. It stores the
         same words, so publishing it is a neutral GCAS; the new ``lit`` token makes every
         lookup that read this leaf re-check. O(LEAF_MAX)."""
-        groups: list = [None] * FANOUT
+        groups: list[Optional[dict[str, Branch]]] = [None] * FANOUT
         top: dict[str, Branch] = {}
         shift = self.shift
         for w, b in self.branches.items():
@@ -266,7 +276,7 @@ class CNode(MainNode):
     def with_kid(self, j: int, kid: Optional[INode]) -> CNode:
         """A copy with kid ``j`` replaced (a new ``lit`` token if a kid appears where there
         was none). O(FANOUT)."""
-        kids = list(self.kids)  # type: ignore[arg-type]
+        kids = list(self.kids)  # type: ignore[arg-type]  # only a split C-node has kids to replace
         lit = None if kids[j] is None and kid is not None else self.lit
         kids[j] = kid
         return _cnode_like(self, self.branches, lit, tuple(kids))
@@ -277,7 +287,7 @@ class CNode(MainNode):
         return f"CNode({self.branches!r})"
 
 
-def _cnode_like(m: CNode, branches: dict, lit: object, kids: Optional[tuple]) -> CNode:
+def _cnode_like(m: CNode, branches: dict[str, Branch], lit: object, kids: Optional[Kids]) -> CNode:
     """A C-node with ``m``'s wildcard caches, ``wc`` token, pair count and shift."""
     c = CNode.__new__(CNode)
     c.prev = None
@@ -304,6 +314,7 @@ def _pairs(b: Branch) -> int:
     return len(b.subs) + len(c.subs) if type(c) is SNode else len(b.subs)
 
 
+@final
 class TNode(MainNode):
     """A tomb: the last main node an I-node ever holds. It stands for the C-node it froze,
     ``cnode``: an empty subtree, or (the Ctrie's contraction) a level left with one pattern,
@@ -314,6 +325,8 @@ class TNode(MainNode):
 
     __slots__ = ("sn", "cnode", "ref", "npairs")
     kids = None
+    #: Typed as an I-node's reference, whose place it takes in a lookup's records.
+    ref: AtomicRef[Main]
 
     def __init__(self, sn: Optional[SNode] = None, cnode: Optional[CNode] = None) -> None:
         self.prev = None
@@ -327,30 +340,42 @@ class TNode(MainNode):
         return "TNode()" if self.sn is None else f"TNode({self.sn!r})"
 
 
+@final
 class FailedNode(MainNode):
     """Marks an aborted GCAS: ``old`` is the main node the I-node must be restored to."""
 
     __slots__ = ("old",)
 
-    def __init__(self, old: MainNode) -> None:
+    def __init__(self, old: Main) -> None:
         self.prev = None
         self.old = old
 
 
+@final
 class INode:
     """An indirection node. ``main`` (an ``AtomicRef``) is changed only by compare-and-swap;
     ``gen`` is the generation the I-node belongs to, fixed at creation."""
 
     __slots__ = ("main", "gen")
 
-    def __init__(self, main: MainNode, gen: Gen) -> None:
-        self.main = AtomicRef(main)
+    def __init__(self, main: Main, gen: Gen) -> None:
+        self.main: AtomicRef[Main] = AtomicRef(main)
         self.gen = gen
 
     def __repr__(self) -> str:
         return f"<INode {id(self):#x} gen={id(self.gen):#x}>"
 
 
+#: What an I-node's ``main`` holds (a :class:`FailedNode` only ever sits in a ``prev``).
+Main = Union[CNode, TNode]
+#: What a main node's ``prev`` holds while its GCAS settles: the node it replaced (pending),
+#: None (committed) or a :class:`FailedNode` (aborted).
+Prev = Union[CNode, TNode, FailedNode, None]
+#: A split C-node's child I-nodes, ``FANOUT`` of them, None where a hash slice has no word.
+Kids = tuple[Optional[INode], ...]
+#: :func:`automaton`'s ``(hashes, stars, literals, start, accept)``.
+Automaton = tuple[int, int, dict[str, int], int, int]
+
 #: What an empty tomb stands for, and the reference a lookup records for reading it.
 EMPTY_CNODE = CNode({}, "", "")
-EMPTY_REF = AtomicRef(EMPTY_CNODE)  # never written
+EMPTY_REF: AtomicRef[Main] = AtomicRef(EMPTY_CNODE)  # never written

@@ -46,21 +46,22 @@ Why this is correct, step by step:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 from cereggii import AtomicRef
 
 from .gcas import gcas_read
-from .nodes import INode, MainNode
+from .nodes import INode, Main
 
 if TYPE_CHECKING:  # pragma: no cover
     from .cstrie import CSTrie
+    from .faults import FaultHook
 
-__all__ = ["RDCSSDescriptor", "UNDECIDED", "COMMITTED", "ABORTED", "rdcss_read_root",
+__all__ = ["RDCSSDescriptor", "Root", "UNDECIDED", "COMMITTED", "ABORTED", "rdcss_read_root",
            "rdcss_root", "rdcss_complete"]
 
 # The fault-injection hook (see ctrie.faults); None in production.
-_fault = None
+_fault: Optional[FaultHook] = None
 
 
 class _Status:
@@ -86,14 +87,18 @@ class RDCSSDescriptor:
 
     __slots__ = ("ov", "expected", "nv", "status")
 
-    def __init__(self, ov: INode, expected: MainNode, nv: INode) -> None:
+    def __init__(self, ov: INode, expected: Main, nv: INode) -> None:
         self.ov = ov
         self.expected = expected
         self.nv = nv
-        self.status = AtomicRef(UNDECIDED)
+        self.status: AtomicRef[_Status] = AtomicRef(UNDECIDED)
 
 
-def _cas_root(trie: CSTrie, old: object, new: object) -> bool:
+#: What a trie's root reference holds: the root I-node, or a swap in progress.
+Root = Union[INode, RDCSSDescriptor]
+
+
+def _cas_root(trie: CSTrie[Any], old: Root, new: Root) -> bool:
     if _fault is not None and _fault("rdcss", "before"):
         return False
     done = trie._root.compare_and_set(old, new)
@@ -102,7 +107,7 @@ def _cas_root(trie: CSTrie, old: object, new: object) -> bool:
     return done
 
 
-def _verdict(trie: CSTrie, desc: RDCSSDescriptor, abort: bool) -> object:
+def _verdict(trie: CSTrie[Any], desc: RDCSSDescriptor, abort: bool) -> _Status:
     """Step 2: the descriptor's outcome, deciding it first if nobody has. One status CAS
     wins; a loser (or a spurious failure) reads the winner's verdict."""
     status = desc.status
@@ -120,7 +125,7 @@ def _verdict(trie: CSTrie, desc: RDCSSDescriptor, abort: bool) -> object:
     return s
 
 
-def rdcss_read_root(trie: CSTrie, abort: bool = False) -> INode:
+def rdcss_read_root(trie: CSTrie[Any], abort: bool = False) -> INode:
     """RDCSS_READ_ROOT: the root I-node, settling a descriptor first if one is there."""
     r = trie._root.get()
     if type(r) is INode:
@@ -128,7 +133,7 @@ def rdcss_read_root(trie: CSTrie, abort: bool = False) -> INode:
     return rdcss_complete(trie, abort)
 
 
-def rdcss_complete(trie: CSTrie, abort: bool) -> INode:
+def rdcss_complete(trie: CSTrie[Any], abort: bool) -> INode:
     """Settle whatever descriptor is in the root (steps 2 and 3) until the root holds an
     I-node, and return it. With ``abort``, decide an undecided descriptor ABORTED instead
     of reading ``ov`` (a decided one is moved on as decided, forward if COMMITTED)."""
@@ -144,7 +149,7 @@ def rdcss_complete(trie: CSTrie, abort: bool) -> INode:
             return target
 
 
-def rdcss_root(trie: CSTrie, ov: INode, expected: MainNode, nv: INode) -> bool:
+def rdcss_root(trie: CSTrie[Any], ov: INode, expected: Main, nv: INode) -> bool:
     """RDCSS_ROOT: swap the root ``ov`` for ``nv`` if ``ov``'s main is still ``expected``.
     True exactly when the root went to ``nv``; the root holds an I-node on return."""
     desc = RDCSSDescriptor(ov, expected, nv)

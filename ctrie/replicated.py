@@ -97,11 +97,12 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Hashable
-from typing import Any, Optional
+from typing import Any, Generic, Optional, Union
 
 from cereggii import AtomicRef
 
 from .cstrie import _RESTART, CSTrie
+from .protocol import S
 from .topics import Dialect, DialectLike, pattern_validator, require_hashable
 
 __all__ = ["CHECKPOINT_EVERY", "ReplicatedTrie"]
@@ -125,7 +126,7 @@ class _Entry:
         self.op = op
         self.words = words  # never changed: every replica reads the same list
         self.subscriber = subscriber
-        self.next: AtomicRef = AtomicRef(None)
+        self.next: AtomicRef[Optional[_Entry]] = AtomicRef(None)
         self.ref = weakref.ref(self)
 
 
@@ -135,7 +136,7 @@ class _Checkpoint:
 
     __slots__ = ("entry", "snap")
 
-    def __init__(self, entry: _Entry, snap: Optional[CSTrie]) -> None:
+    def __init__(self, entry: _Entry, snap: Optional[CSTrie[Any]]) -> None:
         self.entry, self.snap = entry, snap
 
 
@@ -152,11 +153,11 @@ class _Replica:
 
     __slots__ = ("trie", "at", "seq", "dirty", "busy", "__weakref__")
 
-    def __init__(self, trie: CSTrie, entry: _Entry) -> None:
+    def __init__(self, trie: CSTrie[Any], entry: _Entry) -> None:
         self.trie = trie
         self.at = entry.ref
         self.seq = entry.seq
-        self.dirty: AtomicRef = AtomicRef(False)
+        self.dirty: AtomicRef[Union[bool, str]] = AtomicRef(False)
         self.busy = False
 
 
@@ -166,9 +167,10 @@ def _reentered() -> RuntimeError:
                         "since it would apply entries out of order")
 
 
-class ReplicatedTrie:
+class ReplicatedTrie(Generic[S]):
     """A subscription trie replicated per thread (see the module docstring for the design,
-    its linearizability argument and its costs).
+    its linearizability argument and its costs); generic in the subscriber type, as
+    :class:`CSTrie` is.
 
     Answers the Matcher protocol like :class:`CSTrie`, for every dialect; reads share no
     object between threads, writes cost one CS-trie write per thread that uses the trie.
@@ -198,12 +200,12 @@ class ReplicatedTrie:
         self._base = AtomicRef(_Checkpoint(head, None))
         self._local = threading.local()
         # Weak references to every live replica (a tuple, replaced by CAS).
-        self._replicas = AtomicRef(())
+        self._replicas: AtomicRef[tuple[weakref.ref[_Replica], ...]] = AtomicRef(())
         self._every = checkpoint_every
 
     # --- replicas ---------------------------------------------------------------------------
 
-    def _from_checkpoint(self) -> tuple[CSTrie, _Entry]:
+    def _from_checkpoint(self) -> tuple[CSTrie[Any], _Entry]:
         """A new trie holding the latest checkpoint, and its entry. O(size)."""
         cp = self._base.get()
         trie = CSTrie(self.dialect)
@@ -217,9 +219,12 @@ class ReplicatedTrie:
     def _mine(self) -> _Replica:
         """This thread's replica, made on its first use."""
         try:
-            return self._local.r
+            mine: _Replica = self._local.r  # (threading.local's attributes are Any)
+            return mine
         except AttributeError:
             pass
+        entry: Optional[_Entry]  # (these two are None at the end: see below)
+        upto: Optional[_Entry]
         trie, entry = self._from_checkpoint()
         r = _Replica(trie, entry)
         # Register before catching up: a write either sees the registration and marks the
@@ -271,7 +276,8 @@ class ReplicatedTrie:
         every = self._every
         try:
             while e.seq < target:
-                e = e.next.get()
+                # (Linked: every entry before the last, ``upto`` or later, has a next.)
+                e = e.next.get()  # type: ignore[assignment]
                 # An exception before the place is updated re-applies e at the next
                 # operation: at the same place in the log, where both are idempotent.
                 if e.op:
@@ -285,7 +291,7 @@ class ReplicatedTrie:
                 if e.seq % every == 0:
                     self._checkpoint(r, e)
         finally:
-            e = upto = None  # a kept exception must not keep the log
+            del e, upto  # a kept exception must not keep the log
         return res
 
     def _checkpoint(self, r: _Replica, e: _Entry) -> None:
@@ -299,7 +305,7 @@ class ReplicatedTrie:
     def _refresh(self) -> _Replica:
         """This thread's replica, caught up if it was marked dirty."""
         try:
-            r = self._local.r
+            r: _Replica = self._local.r
         except AttributeError:
             return self._mine()
         if r.dirty.get():
@@ -307,6 +313,7 @@ class ReplicatedTrie:
                 raise _reentered()
             r.busy = True
             r.dirty.set(_BUSY)  # before the hint is read: a mark after this survives
+            upto: Optional[_Entry]  # (None at the end: see below)
             try:
                 upto = self._tail.get()
                 if upto.seq > r.seq:
@@ -347,6 +354,8 @@ class ReplicatedTrie:
         if r.busy:
             raise _reentered()
         r.busy = True  # from here: a call made on this thread meanwhile is refused
+        start: Optional[_Entry]  # (these two are None at the end: see below)
+        e: Optional[_Entry]
         try:
             # Held: the log from here stays until this write is applied.
             start = self._place(r)
@@ -363,14 +372,14 @@ class ReplicatedTrie:
             r.busy = False
             start = e = None  # a kept exception must not keep the log
 
-    def subscribe(self, pattern: str, subscriber: Hashable) -> None:
+    def subscribe(self, pattern: str, subscriber: S) -> None:
         """Add ``subscriber`` to ``pattern`` (idempotent). Raises ``TypeError`` /
         :class:`~ctrie.InvalidTopicError` on bad input, before anything is logged."""
         words = self._validate_pattern(pattern)
         require_hashable(subscriber)
         self._write(_SUBSCRIBE, words, subscriber)
 
-    def unsubscribe(self, pattern: str, subscriber: Hashable) -> bool:
+    def unsubscribe(self, pattern: str, subscriber: S) -> bool:
         """Remove ``subscriber`` from ``pattern``; True if the pair was present."""
         words = self._validate_pattern(pattern)
         require_hashable(subscriber)
@@ -378,10 +387,10 @@ class ReplicatedTrie:
 
     # --- reads ------------------------------------------------------------------------------
 
-    def lookup(self, topic: str) -> frozenset:
+    def lookup(self, topic: str) -> frozenset[S]:
         """Every subscriber of every pattern matching the literal ``topic``, once each."""
         try:
-            r = self._local.r
+            r: _Replica = self._local.r
         except AttributeError:
             r = self._mine()
         else:
@@ -389,7 +398,7 @@ class ReplicatedTrie:
                 r = self._refresh()
         return r.trie.lookup(topic)
 
-    def subscriptions(self) -> dict[str, frozenset]:
+    def subscriptions(self) -> dict[str, frozenset[S]]:
         """Pattern -> subscribers, as of one instant. O(size)."""
         return self._refresh().trie.subscriptions()
 

@@ -37,7 +37,7 @@ from typing import Optional
 
 from cereggii import AtomicInt64
 
-from .nodes import MainNode
+from .nodes import Main
 
 __all__ = ["SizeCounter", "WINDOWS"]
 
@@ -53,7 +53,7 @@ class SizeCounter:
 
     __slots__ = ("state", "base", "frozen")
 
-    def __init__(self, frozen: Optional[MainNode] = None) -> None:
+    def __init__(self, frozen: Optional[Main] = None) -> None:
         self.state = AtomicInt64(0)  # pairs * WINDOWS + open windows
         # The pairs of ``frozen`` (None: nothing, base 0), counted on demand by the trie.
         self.frozen = frozen

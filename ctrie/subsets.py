@@ -20,7 +20,7 @@ new objects.
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterator
-from typing import Optional, Union
+from typing import Any, Optional, Union, final
 
 __all__ = ["SUBS_FLAT", "SubSet", "Subscribers", "with_sub", "without_sub", "as_frozenset"]
 
@@ -37,16 +37,21 @@ _FANOUT = 1 << _BITS
 _MASK = _FANOUT - 1
 _MAX_SHIFT = 60  # past this a hash has no bits left: such a leaf grows instead of splitting
 
-Subscribers = Union[frozenset, "SubSet"]
+#: A branch's subscribers. Members are ``Any``: a trie's subscriber type is checked where
+#: subscribers come in (``CSTrie[S].subscribe``), not in its nodes.
+Subscribers = Union[frozenset[Any], "SubSet"]
+#: A node of a SubSet: a leaf tuple of members or an :class:`_Inner` of children.
+_Node = tuple[Any, ...]
 
 
-class _Inner(tuple):
+class _Inner(tuple[Any, ...]):
     """An inner node of a SubSet: ``_FANOUT`` children, each None, a leaf or an _Inner.
     (A tuple subclass, so that a leaf, a plain tuple, is told from it by type.)"""
 
     __slots__ = ()
 
 
+@final
 class SubSet:
     """A persistent set of more than ``SUBS_FLAT // 2`` subscribers (see the module).
 
@@ -60,11 +65,11 @@ class SubSet:
 
     __slots__ = ("root", "size", "_frozen", "_base")
 
-    def __init__(self, root: tuple, size: int,
-                 base: Optional[tuple[frozenset, Hashable, bool]] = None) -> None:
+    def __init__(self, root: _Node, size: int,
+                 base: Optional[tuple[frozenset[Any], Hashable, bool]] = None) -> None:
         self.root = root
         self.size = size
-        self._frozen: Optional[frozenset] = None
+        self._frozen: Optional[frozenset[Any]] = None
         # (the predecessor's materialised frozenset, the member added or removed, added?):
         # then frozen() is one C-level copy of that set, not a rebuild from the leaves.
         self._base = base
@@ -86,10 +91,10 @@ class SubSet:
             shift += _BITS
         return x in node
 
-    def __iter__(self) -> Iterator:
+    def __iter__(self) -> Iterator[Any]:
         return iter(self.frozen())
 
-    def leaves(self) -> Iterator[tuple]:
+    def leaves(self) -> Iterator[_Node]:
         """The leaf tuples, depth first."""
         stack = [self.root]
         while stack:
@@ -99,7 +104,7 @@ class SubSet:
             else:
                 yield node
 
-    def frozen(self) -> frozenset:
+    def frozen(self) -> frozenset[Any]:
         """The members as a ``frozenset``: built once per SubSet, O(n), then cached. When
         the predecessor's was built, this one is a copy of it with one member more or less
         (no member is hashed again): a hot subject that is subscribed to and published to
@@ -120,15 +125,15 @@ class SubSet:
             other = other.frozen()
         return self.frozen() == other
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # unhashable, as a set is; typeshed's is not Optional
 
     def __repr__(self) -> str:
         return f"SubSet({self.size} subscribers)"
 
     @classmethod
-    def of(cls, members: frozenset) -> SubSet:
+    def of(cls, members: frozenset[Any]) -> SubSet:
         """A SubSet holding ``members``. O(len(members) log n)."""
-        root: tuple = ()
+        root: _Node = ()
         for x in members:
             root = _add(root, x, hash(x), 0)
         return cls(root, len(members))
@@ -138,7 +143,7 @@ class SubSet:
 _LEAF = 32
 
 
-def _add(node: tuple, x: Hashable, h: int, shift: int) -> tuple:
+def _add(node: _Node, x: Hashable, h: int, shift: int) -> _Node:
     """``node`` with ``x`` added (``x`` not in it): path copy."""
     if type(node) is _Inner:
         j = (h >> shift) & _MASK
@@ -149,7 +154,7 @@ def _add(node: tuple, x: Hashable, h: int, shift: int) -> tuple:
     if len(node) < _LEAF or shift >= _MAX_SHIFT:
         return node + (x,)
     # A full leaf: split it on the next five bits (each part then holds about 1/32 of it).
-    groups: list = [None] * _FANOUT
+    groups: list[Optional[_Node]] = [None] * _FANOUT
     for y in node:
         j = (hash(y) >> shift) & _MASK
         g = groups[j]
@@ -157,7 +162,7 @@ def _add(node: tuple, x: Hashable, h: int, shift: int) -> tuple:
     return _add(_Inner(groups), x, h, shift)
 
 
-def _remove(node: tuple, x: Hashable, h: int, shift: int) -> Optional[tuple]:
+def _remove(node: _Node, x: Hashable, h: int, shift: int) -> Optional[_Node]:
     """``node`` without ``x`` (``x`` in it), or None if nothing is left: path copy. An inner
     node left with only leaves of ``_LEAF`` members in all folds back into one leaf."""
     if type(node) is not _Inner:
@@ -181,13 +186,15 @@ def _remove(node: tuple, x: Hashable, h: int, shift: int) -> Optional[tuple]:
 def with_sub(subs: Subscribers, x: Hashable) -> Subscribers:
     """``subs`` plus ``x`` (which must not be in it). A flat set past ``SUBS_FLAT`` becomes
     a SubSet."""
-    if type(subs) is frozenset:
+    # Tested as "not a SubSet" (the same one test as "a frozenset"): SubSet is final, so
+    # the type checker narrows both branches.
+    if type(subs) is not SubSet:
         if len(subs) < SUBS_FLAT:
             return subs | {x}
         s = SubSet.of(subs)
-        f: Optional[frozenset] = subs
+        f: Optional[frozenset[Any]] = subs
     else:
-        s = subs  # type: ignore[assignment]
+        s = subs
         f = s._frozen
     return SubSet(_add(s.root, x, hash(x), 0), s.size + 1, None if f is None else (f, x, True))
 
@@ -196,17 +203,17 @@ def without_sub(subs: Subscribers, x: Hashable) -> Subscribers:
     """``subs`` without ``x`` (which must be in it). A SubSet shrinking to ``SUBS_FLAT // 2``
     goes back to a frozenset (the gap keeps a set at the boundary from converting back and
     forth on every write)."""
-    if type(subs) is frozenset:
+    if type(subs) is not SubSet:  # a frozenset (see with_sub)
         return subs - {x}
-    root = _remove(subs.root, x, hash(x), 0)  # type: ignore[union-attr]
-    size = subs.size - 1  # type: ignore[union-attr]
+    root = _remove(subs.root, x, hash(x), 0)
+    size = subs.size - 1
     if root is None:
         return frozenset()
-    f = subs._frozen  # type: ignore[union-attr]
+    f = subs._frozen
     s = SubSet(root, size, None if f is None else (f, x, False))
     return s.frozen() if size <= SUBS_FLAT // 2 else s
 
 
-def as_frozenset(subs: Subscribers) -> frozenset:
+def as_frozenset(subs: Subscribers) -> frozenset[Any]:
     """``subs`` as a frozenset (materialised and cached for a SubSet)."""
-    return subs if type(subs) is frozenset else subs.frozen()  # type: ignore[union-attr]
+    return subs.frozen() if type(subs) is SubSet else subs

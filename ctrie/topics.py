@@ -23,13 +23,14 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Callable
-from typing import Union
+from typing import Literal, Union
 
 from .errors import InvalidTopicError
 
 __all__ = [
     "Dialect",
     "DialectLike",
+    "DialectName",
     "validate_pattern",
     "validate_topic",
     "matches",
@@ -59,8 +60,12 @@ class Dialect(enum.Enum):
     multi_last_only: bool
 
     @classmethod
-    def coerce(cls, value: DialectLike) -> Dialect:
-        """Return the member for ``value``: a member, or its name (``"nats"``, ``"AMQP"``...)."""
+    def coerce(cls, value: Dialect | str) -> Dialect:
+        """Return the member for ``value``: a member, or its name (``"nats"``, ``"AMQP"``...).
+
+        Takes any ``str`` (a name read from a command line or a file, in any case) and raises
+        ``ValueError`` for an unknown one; the constructors' ``dialect=`` is typed
+        :data:`DialectLike`, so a type checker rejects a misspelt literal there first."""
         if isinstance(value, Dialect):
             return value
         if isinstance(value, str):
@@ -75,7 +80,11 @@ class Dialect(enum.Enum):
         raise TypeError(f"dialect must be a Dialect or its name, not {type(value).__name__}")
 
 
-DialectLike = Union[Dialect, str]
+#: A dialect's name, as a type checker accepts it for ``dialect=`` (``CSTrie("natz")`` is a
+#: type error; at run time any case is accepted, see :meth:`Dialect.coerce`).
+DialectName = Literal["nats", "mqtt", "amqp"]
+#: What every ``dialect=`` parameter takes: a :class:`Dialect` member or its name.
+DialectLike = Union[Dialect, DialectName]
 
 for _d, _syntax in {
     Dialect.NATS: (".", "*", ">", 1, True),
