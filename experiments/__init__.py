@@ -35,7 +35,8 @@ figures and tables -> paper:
 
 Shared plumbing beside them: ``cli`` (the argument parser and the ``--python`` re-exec),
 ``config`` (the run sizes), ``registry`` (the matchers measured, their constructors and
-limits) and ``progress`` (progress bars). Imports go one way: ``report`` takes only the names of
+limits), ``progress`` (progress bars) and ``preflight`` (what a command checks before it
+starts: output folders it can write). Imports go one way: ``report`` takes only the names of
 cells from ``measure`` (which algorithms and workloads an experiment has) and ``measure``
 never imports ``report``; ``tests/test_package_layout.py`` checks there is no import circle.
 """

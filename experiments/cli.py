@@ -25,6 +25,7 @@ from pathlib import Path
 
 from .config import SIZES, Size
 from .env import PROJECT_ROOT, Run, default_figures_dir, default_results_root
+from .preflight import dir_problem, file_problem
 from .report.summary import README_BEGIN, README_END, update_readme
 from .registry import ALGORITHMS
 
@@ -134,10 +135,19 @@ def _existing_dir(text: str) -> Path:
 
 
 def _out_dir(text: str) -> Path:
-    path = Path(text)
-    if path.exists() and not path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text!r} exists and is not a directory")
-    return path
+    """An output folder that exists and takes new files, or that can be created."""
+    why = dir_problem(text)
+    if why:
+        raise argparse.ArgumentTypeError(f"{text!r} {why}")
+    return Path(text)
+
+
+def _out_file(text: str) -> Path:
+    """An output file whose folder exists and takes new files, or can be created."""
+    why = file_problem(text)
+    if why:
+        raise argparse.ArgumentTypeError(f"{text!r} {why}")
+    return Path(text)
 
 
 # --- parser ---------------------------------------------------------------------------------
@@ -153,7 +163,8 @@ def _measure_options(p: argparse.ArgumentParser, latency_like: bool) -> None:
     size.add_argument("--size", dest="size", choices=tuple(SIZES),
                       help="run size by name (default: full, the publication size)")
     p.set_defaults(size="full")
-    p.add_argument("--out", type=_out_dir, default=None, metavar="DIR",
+    # A str default goes through the type too: the default root is checked like a given one.
+    p.add_argument("--out", type=_out_dir, default=str(default_results_root()), metavar="DIR",
                    help="results root; records go to DIR/<version>-<gil|ft>/ "
                         f"(default: {default_results_root()})")
     p.add_argument("--python", type=_python, default=None, metavar="PATH",
@@ -207,7 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Draw every figure (PNG and SVG) from the records below "
                                    "--from; GIL and free-threaded builds side by side.")
     _source_option(p)
-    p.add_argument("--out", type=_out_dir, default=default_figures_dir(), metavar="DIR",
+    p.add_argument("--out", type=_out_dir, default=str(default_figures_dir()), metavar="DIR",
                    help=f"where figures go (default: {default_figures_dir()})")
     p.add_argument("--formats", type=_choices_list(("png", "svg", "pdf")),
                    default=["png", "svg"], metavar="LIST",
@@ -224,8 +235,8 @@ def build_parser() -> argparse.ArgumentParser:
     p_paper.add_argument("--template", type=Path,
                          default=PROJECT_ROOT / "paper" / "paper.template.md", metavar="FILE",
                          help="the template (default: paper/paper.template.md)")
-    p_paper.add_argument("--out", type=Path, default=PROJECT_ROOT / "paper" / "paper.md",
-                         metavar="FILE", help="the paper to write (default: paper/paper.md)")
+    p_paper.add_argument("--out", type=_out_file,
+                         default=str(PROJECT_ROOT / "paper" / "paper.md"), metavar="FILE", help="the paper to write (default: paper/paper.md)")
     p.add_argument("--readme", type=Path, default=None, metavar="FILE",
                    help="also put the table into FILE between the markers "
                         f"{README_BEGIN!r} and {README_END!r} (make reproduce: README.md)")

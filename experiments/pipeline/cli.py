@@ -24,6 +24,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..preflight import dir_problem
+from .sparkutil import is_local, local_path
+
 __all__ = ["add_parser", "build_parser", "main", "run"]
 
 _DIALECTS = ("nats", "amqp", "mqtt")
@@ -97,6 +100,15 @@ def _names(text: str) -> list[str]:
     return names
 
 
+def _out_dir(text: str) -> str:
+    """An output folder: a local one must exist and take new files, or be creatable
+    (checked now, not after Spark has started); a URI (``hdfs://``...) is Hadoop's to check."""
+    why = dir_problem(local_path(text)) if is_local(text) else None
+    if why:
+        raise argparse.ArgumentTypeError(f"{text!r} {why}")
+    return text
+
+
 def _zipf(text: str) -> float:
     try:
         value = float(text)
@@ -119,7 +131,7 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
                     "(message_id, topic) as Parquet, and DIR/workload.json. Words are "
                     "Zipf-distributed per level; the same arguments give byte-identical "
                     "files.")
-    g.add_argument("--out", required=True, metavar="DIR", help="output folder")
+    g.add_argument("--out", type=_out_dir, required=True, metavar="DIR", help="output folder")
     g.add_argument("--subscriptions", type=_count, required=True, metavar="N",
                    help="subscription rows")
     g.add_argument("--messages", type=_count, required=True, metavar="M", help="message rows")
@@ -159,7 +171,7 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
     r.add_argument("--messages", required=True, metavar="PATH",
                    help="Parquet file or folder with columns message_id (integer), topic "
                         "(string)")
-    r.add_argument("--out", required=True, metavar="DIR",
+    r.add_argument("--out", type=_out_dir, required=True, metavar="DIR",
                    help="output folder (local path or a URI Hadoop knows)")
     r.add_argument("--matcher", choices=_MATCHERS, default="cstrie",
                    help="matcher built in each partition (default: cstrie)")
@@ -200,7 +212,7 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
                     "--reference, per Python build) and records.{parquet,csv} into --out.")
     a.add_argument("--from", dest="sources", nargs="+", required=True, metavar="DIR",
                    help="results folders (searched recursively for *.jsonl)")
-    a.add_argument("--out", required=True, metavar="DIR", help="output folder")
+    a.add_argument("--out", type=_out_dir, required=True, metavar="DIR", help="output folder")
     a.add_argument("--reference", default="CSTrie", metavar="ALGO",
                    help="algorithm the ratios are taken to; case and punctuation ignored "
                         "(default: CSTrie)")

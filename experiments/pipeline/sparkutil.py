@@ -20,7 +20,9 @@ __all__ = [
     "JAVA_HINT",
     "PipelineError",
     "Store",
+    "is_local",
     "java_problem",
+    "local_path",
     "read_checked",
     "read_parquet",
     "session",
@@ -156,20 +158,25 @@ _ARROW_TO_SPARK = {"string": "string", "large_string": "string", "int64": "bigin
                    "int32": "int", "int16": "smallint", "int8": "tinyint"}
 
 
-def _is_local(path: str) -> bool:
+def is_local(path: str) -> bool:
+    """Whether ``path`` names the local file system (no scheme, or ``file:``)."""
     scheme = urlparse(path).scheme
     return scheme in ("", "file") or (len(scheme) == 1 and os.name == "nt")
+
+
+def local_path(path: str) -> str:
+    """The local file system path of a local ``path`` (``file:`` dropped)."""
+    return urlparse(path).path if path.startswith("file:") else path
 
 
 def _schema(spark: Any, f: str, option: str, path: str) -> dict[str, str]:
     """Column name -> Spark type name of one Parquet file."""
     try:
-        if _is_local(f):
+        if is_local(f):
             import pyarrow.parquet as pq
 
-            local = urlparse(f).path if f.startswith("file:") else f
             out = {}
-            for fl in pq.read_schema(local):
+            for fl in pq.read_schema(local_path(f)):
                 t = fl.type.value_type if hasattr(fl.type, "value_type") else fl.type
                 out[fl.name] = _ARROW_TO_SPARK.get(str(t), str(t))
             return out
@@ -214,7 +221,7 @@ def read_checked(spark: Any, store: Store, path: str, option: str,
     # folder with the schema of one file and would fill a column missing elsewhere with
     # nulls). Local files: a footer read each with pyarrow; other file systems: Spark,
     # for at most MAX_SCHEMA_CHECKS files.
-    for f in files if _is_local(path) else files[:MAX_SCHEMA_CHECKS]:
+    for f in files if is_local(path) else files[:MAX_SCHEMA_CHECKS]:
         fields = _schema(spark, f, option, path)
         for col in columns:
             if col.name not in fields:

@@ -1,0 +1,54 @@
+"""The harness's command line before and around a run: output folders and ``--python`` are
+checked up front (usage errors, exit 2, one line naming the option), and a run stopped by
+Ctrl-C or SIGTERM says so in its run file.
+
+Everything goes through the real command line (``python -m experiments``, a subprocess).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from test_experiments_smoke import cli
+
+
+def _usage_error(proc, option: str, *words: str) -> str:
+    """The one line of a usage error (exit 2) that names ``option``."""
+    assert proc.returncode == 2, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    assert "Traceback" not in proc.stderr, proc.stderr
+    line = proc.stderr.strip().splitlines()[-1]
+    assert "error:" in line and option in line, proc.stderr
+    for word in words:
+        assert word in line, line
+    return line
+
+
+@pytest.mark.parametrize("args", [
+    ("memory", "--smoke", "--out", "{bad}"),
+    ("all", "--smoke", "--out", "{bad}"),
+    ("charts", "--from", "{tmp}", "--out", "{bad}"),
+    ("paper", "--from", "{tmp}", "--out", "{bad}/paper.md"),
+    ("pipeline", "generate", "--out", "{bad}", "--subscriptions", "3", "--messages", "3"),
+    ("pipeline", "aggregate", "--from", "{tmp}", "--out", "{bad}"),
+    ("pipeline", "route", "--subscriptions", "{tmp}", "--messages", "{tmp}", "--out", "{bad}"),
+])
+@pytest.mark.parametrize("bad", ["file", "proc"])
+def test_an_output_folder_that_cannot_be_made_is_a_usage_error(args, bad, tmp_path):
+    """Under a regular file (no one can create a folder there, root included), and in
+    ``/proc`` (where the permission bits say writable to root)."""
+    if bad == "file":
+        (tmp_path / "a-file").write_text("x")
+        bad_dir = tmp_path / "a-file" / "out"
+        why = "is not a directory"
+    else:
+        if not Path("/proc/self").is_dir():
+            pytest.skip("no /proc here")
+        bad_dir = Path("/proc/cstrie-nope")
+        why = "/proc does not take a new folder"
+    argv = [a.format(bad=bad_dir, tmp=tmp_path) for a in args]
+    line = _usage_error(cli(*argv), "--out", str(bad_dir), why)
+    assert len(line) < 300
+
