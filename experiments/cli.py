@@ -15,9 +15,11 @@ command line measures a GIL and a free-threaded build into one results root.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -25,7 +27,7 @@ from pathlib import Path
 
 from .config import SIZES, Size
 from .env import PROJECT_ROOT, Run, default_figures_dir, default_results_root
-from .preflight import dir_problem, file_problem
+from .preflight import dir_problem, file_problem, probe_python
 from .report.summary import README_BEGIN, README_END, update_readme
 from .registry import ALGORITHMS
 
@@ -33,6 +35,12 @@ __all__ = ["main"]
 
 MEASURES = ("latency", "throughput", "memory", "scaling", "lockfree", "contention",
             "sharing", "ownership", "starvation", "level_width", "primitives")
+#: The environment variable a ``--python`` re-run is given: the file its run id and record
+#: count go to, so that the command that started it knows it measured something.
+RUN_REPORT_ENV = "CSTRIE_RUN_REPORT"
+#: What the ``--python`` check found, by path ("Python 3.13.5, free-threaded build, ...").
+_FOUND: dict[str, str] = {}
+
 DIALECTS = ("nats", "mqtt", "amqp")
 DEFAULT_DIALECTS = ("nats", "mqtt")
 
@@ -119,12 +127,18 @@ def _share_list(text: str) -> list[float]:
 
 
 def _python(text: str) -> str:
+    """An interpreter that runs as a Python and imports this package (asked, not assumed:
+    ``/bin/true`` is an executable file too)."""
     path = Path(text)
     if not path.exists():
         raise argparse.ArgumentTypeError(f"{text!r} does not exist (give a Python executable)")
     if path.is_dir() or not os.access(path, os.X_OK):
         raise argparse.ArgumentTypeError(f"{text!r} is not an executable file")
-    return str(path)
+    why, found = probe_python(text, _child_env())
+    if why:
+        raise argparse.ArgumentTypeError(f"{text!r} {why}")
+    _FOUND[text] = found
+    return text
 
 
 def _existing_dir(text: str) -> Path:
@@ -236,7 +250,8 @@ def build_parser() -> argparse.ArgumentParser:
                          default=PROJECT_ROOT / "paper" / "paper.template.md", metavar="FILE",
                          help="the template (default: paper/paper.template.md)")
     p_paper.add_argument("--out", type=_out_file,
-                         default=str(PROJECT_ROOT / "paper" / "paper.md"), metavar="FILE", help="the paper to write (default: paper/paper.md)")
+                         default=str(PROJECT_ROOT / "paper" / "paper.md"), metavar="FILE",
+                         help="the paper to write (default: paper/paper.md)")
     p.add_argument("--readme", type=Path, default=None, metavar="FILE",
                    help="also put the table into FILE between the markers "
                         f"{README_BEGIN!r} and {README_END!r} (make reproduce: README.md)")
@@ -261,21 +276,45 @@ def _strip_python(argv: list[str]) -> list[str]:
     return out
 
 
-def _reexec(python: str, argv: list[str]) -> int:
-    """Run ``python -m experiments argv`` with inherited stdio; return its exit code."""
-    cmd = [python, "-m", "experiments", *_strip_python(argv)]
+def _child_env() -> dict[str, str]:
+    """The environment of a ``--python`` re-run: this checkout first on ``PYTHONPATH``."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
         p for p in (str(PROJECT_ROOT), env.get("PYTHONPATH", "")) if p)
-    print(f"== running under {python}: {' '.join(cmd[1:])}", file=sys.stderr, flush=True)
-    try:
-        rc = subprocess.call(cmd, env=env)
-    except OSError as exc:
-        print(f"error: --python {python}: cannot run it: {exc}", file=sys.stderr)
-        return 2
-    if rc:
-        print(f"error: --python {python}: the run exited with code {rc}", file=sys.stderr)
-    return rc
+    return env
+
+
+def _reexec(python: str, argv: list[str]) -> int:
+    """Run ``python -m experiments argv`` with inherited stdio; return its exit code, or 1 if
+    it exited 0 without having written a record."""
+    cmd = [python, "-m", "experiments", *_strip_python(argv)]
+    print(f"== running under {python} ({_FOUND.get(python, 'not checked')}): "
+          f"{' '.join(cmd[1:])}", file=sys.stderr, flush=True)
+    with tempfile.TemporaryDirectory(prefix="cstrie-run-") as tmp:
+        report = Path(tmp) / "run.json"
+        env = _child_env()
+        env[RUN_REPORT_ENV] = str(report)
+        try:
+            rc = subprocess.call(cmd, env=env)
+        except OSError as exc:
+            print(f"error: --python {python}: cannot run it: {exc}", file=sys.stderr)
+            return 2
+        if rc:
+            print(f"error: --python {python}: the run exited with code {rc}", file=sys.stderr)
+            return rc
+        try:
+            done = json.loads(report.read_text())
+        except (OSError, ValueError):
+            done = None
+    if not isinstance(done, dict):
+        print(f"error: --python {python}: the run exited 0 but reported no run (it did not "
+              "get to measuring)", file=sys.stderr)
+        return 1
+    if not done.get("records"):
+        print(f"error: --python {python}: run {done.get('run_id')} exited 0 but wrote no "
+              f"records (see {done.get('run_file')})", file=sys.stderr)
+        return 1
+    return 0
 
 
 def sized(size: Size, args: argparse.Namespace) -> Size:
@@ -347,9 +386,18 @@ def _measure(args: argparse.Namespace, argv: list[str]) -> int:
     finally:
         run.close()
         run.report()
+        _report_run(run)
     print(f"total {time.monotonic() - started:.0f} s. Next: python -m experiments charts "
           f"--from {root}; python -m experiments summary --from {root}")
     return 0
+
+
+def _report_run(run: Run) -> None:
+    """Tell the command that re-ran this one under ``--python`` what was written."""
+    path = os.environ.get(RUN_REPORT_ENV)
+    if path:
+        Path(path).write_text(json.dumps({"run_id": run.run_id, "run_file": str(run.manifest),
+                                          "records": sum(run.counts.values())}))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -160,8 +160,9 @@ class Run:
             "loadavg_1m": _loadavg(),
             **self.info,
         }
-        path = self.new_path("run", ".json")
-        path.write_text(json.dumps(manifest, indent=2) + "\n")
+        #: The run file: what was asked for, on which build (``run-<run_id>.json``).
+        self.manifest = self.new_path("run", ".json")
+        self.manifest.write_text(json.dumps(manifest, indent=2) + "\n")
 
     def new_path(self, stem: str, suffix: str, subdir: str | None = None) -> Path:
         """A path named after the run that does not exist yet (``stem-<run_id>[-n]suffix``)."""

@@ -7,7 +7,9 @@ Everything goes through the real command line (``python -m experiments``, a subp
 
 from __future__ import annotations
 
+import platform
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -52,3 +54,40 @@ def test_an_output_folder_that_cannot_be_made_is_a_usage_error(args, bad, tmp_pa
     line = _usage_error(cli(*argv), "--out", str(bad_dir), why)
     assert len(line) < 300
 
+
+
+def _script(path: Path, body: str) -> str:
+    path.write_text("#!/bin/sh\n" + body + "\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="shell scripts as interpreters")
+def test_python_must_be_a_python_that_imports_the_package(tmp_path):
+    out = str(tmp_path / "results")
+    line = _usage_error(cli("memory", "--smoke", "--out", out, "--python", "/bin/true"),
+                        "--python", "/bin/true", "is not a Python")
+    assert "exited 0" in line
+    # This interpreter without site-packages (so without cereggii, nor an editable install).
+    isolated = _script(tmp_path / "isolated", f'exec "{sys.executable}" -I -S "$@"')
+    _usage_error(cli("memory", "--smoke", "--out", out, "--python", isolated), "--python",
+                 isolated, "cannot import this package", "No module named")
+    assert not (tmp_path / "results").exists()
+
+
+def test_python_rerun_says_which_build_it_found(tmp_path):
+    proc = cli("primitives", "--smoke", "--method", "timeit", "--python", sys.executable,
+               "--out", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    gil = "GIL build" if not sysconfig.get_config_var("Py_GIL_DISABLED") else "free-threaded"
+    assert f"({'Python ' + platform.python_version()}, {gil}" in proc.stderr, proc.stderr
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="shell scripts as interpreters")
+def test_a_rerun_that_exits_0_without_records_is_an_error(tmp_path):
+    """An interpreter that answers the check but runs nothing: exit 0, no records."""
+    lazy = _script(tmp_path / "lazy",
+                   f'if [ "$1" = "-c" ]; then exec "{sys.executable}" "$@"; fi; exit 0')
+    proc = cli("memory", "--smoke", "--out", str(tmp_path / "r"), "--python", lazy)
+    assert proc.returncode == 1, proc.stderr
+    assert "exited 0 but reported no run" in proc.stderr.strip().splitlines()[-1]
