@@ -33,12 +33,13 @@ figures and tables -> paper:
 ``pipeline/``          the Spark pipeline: generate, route and aggregate at scale
 =====================  ===============================================================
 
-Shared plumbing beside them: ``cli`` (the argument parser and the ``--python`` re-exec),
-``config`` (the run sizes), ``registry`` (the matchers measured, their constructors and
-limits), ``progress`` (progress bars) and ``preflight`` (what a command checks before it
-starts: output folders it can write). Imports go one way: ``report`` takes only the names of
-cells from ``measure`` (which algorithms and workloads an experiment has) and ``measure``
-never imports ``report``; ``tests/test_package_layout.py`` checks there is no import circle.
+Shared plumbing beside them: ``cli`` (the argument parser), ``rerun`` (the ``--python``
+re-exec), ``config`` (the run sizes), ``registry`` (the matchers measured, their
+constructors and limits), ``progress`` (progress bars) and ``preflight`` (what a command
+checks before it starts: output folders it can write, the ``--python`` it is given).
+Imports go one way: ``report`` takes only the names of cells from ``measure`` (which
+algorithms and workloads an experiment has) and ``measure`` never imports ``report``;
+``tests/test_package_layout.py`` checks there is no import circle.
 """
 
 __all__: list[str] = []

@@ -10,16 +10,17 @@ result files only (``--from``).
 ``--python PATH`` re-runs the same command under another interpreter (``PATH -m
 experiments <the same arguments without --python>``), streaming its output, so that one
 command line measures a GIL and a free-threaded build into one results root.
+
+A measuring run stopped by Ctrl-C (exit 130) or SIGTERM (exit 143) keeps the records it
+wrote and says so in its run file (``status: "interrupted"``, when, in which experiment).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
+import signal
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -30,14 +31,12 @@ from .env import PROJECT_ROOT, Run, default_figures_dir, default_results_root
 from .preflight import dir_problem, file_problem, probe_python
 from .report.summary import README_BEGIN, README_END, update_readme
 from .registry import ALGORITHMS
+from .rerun import child_env, reexec, report_run
 
 __all__ = ["main"]
 
 MEASURES = ("latency", "throughput", "memory", "scaling", "lockfree", "contention",
             "sharing", "ownership", "starvation", "level_width", "primitives")
-#: The environment variable a ``--python`` re-run is given: the file its run id and record
-#: count go to, so that the command that started it knows it measured something.
-RUN_REPORT_ENV = "CSTRIE_RUN_REPORT"
 #: What the ``--python`` check found, by path ("Python 3.13.5, free-threaded build, ...").
 _FOUND: dict[str, str] = {}
 
@@ -134,7 +133,7 @@ def _python(text: str) -> str:
         raise argparse.ArgumentTypeError(f"{text!r} does not exist (give a Python executable)")
     if path.is_dir() or not os.access(path, os.X_OK):
         raise argparse.ArgumentTypeError(f"{text!r} is not an executable file")
-    why, found = probe_python(text, _child_env())
+    why, found = probe_python(text, child_env())
     if why:
         raise argparse.ArgumentTypeError(f"{text!r} {why}")
     _FOUND[text] = found
@@ -264,59 +263,6 @@ def build_parser() -> argparse.ArgumentParser:
 # --- commands -------------------------------------------------------------------------------
 
 
-def _strip_python(argv: list[str]) -> list[str]:
-    out, skip = [], False
-    for arg in argv:
-        if skip:
-            skip = False
-        elif arg == "--python":
-            skip = True
-        elif not arg.startswith("--python="):
-            out.append(arg)
-    return out
-
-
-def _child_env() -> dict[str, str]:
-    """The environment of a ``--python`` re-run: this checkout first on ``PYTHONPATH``."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(PROJECT_ROOT), env.get("PYTHONPATH", "")) if p)
-    return env
-
-
-def _reexec(python: str, argv: list[str]) -> int:
-    """Run ``python -m experiments argv`` with inherited stdio; return its exit code, or 1 if
-    it exited 0 without having written a record."""
-    cmd = [python, "-m", "experiments", *_strip_python(argv)]
-    print(f"== running under {python} ({_FOUND.get(python, 'not checked')}): "
-          f"{' '.join(cmd[1:])}", file=sys.stderr, flush=True)
-    with tempfile.TemporaryDirectory(prefix="cstrie-run-") as tmp:
-        report = Path(tmp) / "run.json"
-        env = _child_env()
-        env[RUN_REPORT_ENV] = str(report)
-        try:
-            rc = subprocess.call(cmd, env=env)
-        except OSError as exc:
-            print(f"error: --python {python}: cannot run it: {exc}", file=sys.stderr)
-            return 2
-        if rc:
-            print(f"error: --python {python}: the run exited with code {rc}", file=sys.stderr)
-            return rc
-        try:
-            done = json.loads(report.read_text())
-        except (OSError, ValueError):
-            done = None
-    if not isinstance(done, dict):
-        print(f"error: --python {python}: the run exited 0 but reported no run (it did not "
-              "get to measuring)", file=sys.stderr)
-        return 1
-    if not done.get("records"):
-        print(f"error: --python {python}: run {done.get('run_id')} exited 0 but wrote no "
-              f"records (see {done.get('run_file')})", file=sys.stderr)
-        return 1
-    return 0
-
-
 def sized(size: Size, args: argparse.Namespace) -> Size:
     """``size`` with the thread counts, round length and write shares given on the command
     line (recorded with the run, as the size is)."""
@@ -377,27 +323,56 @@ def _measure(args: argparse.Namespace, argv: list[str]) -> int:
     print(f"== {args.command} (size {args.size}, seed {args.seed}) on {run.build} "
           f"[{sys.executable}] -> {run.dir}", file=sys.stderr, flush=True)
     started = time.monotonic()
-    try:
-        for name in todo:
-            t0 = time.monotonic()
-            steps[name]()
-            print(f"== {name} done in {time.monotonic() - t0:.0f} s", file=sys.stderr,
-                  flush=True)
-    finally:
-        run.close()
-        run.report()
-        _report_run(run)
+    status = _run_steps(run, [(name, steps[name]) for name in todo])
+    if status:
+        return status
     print(f"total {time.monotonic() - started:.0f} s. Next: python -m experiments charts "
           f"--from {root}; python -m experiments summary --from {root}")
     return 0
 
 
-def _report_run(run: Run) -> None:
-    """Tell the command that re-ran this one under ``--python`` what was written."""
-    path = os.environ.get(RUN_REPORT_ENV)
-    if path:
-        Path(path).write_text(json.dumps({"run_id": run.run_id, "run_file": str(run.manifest),
-                                          "records": sum(run.counts.values())}))
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM during a run, raised like Ctrl-C's KeyboardInterrupt (which the measuring
+    code's ``except Exception`` lets through) so that the run ends the same way."""
+
+
+def _terminate(signum: int, _frame: object) -> None:
+    raise _Terminated(signum)
+
+
+def _run_steps(run: Run, steps: list[tuple[str, Callable[[], None]]]) -> int:
+    """Run the experiments in turn; write how the run ended into its run file (complete,
+    interrupted by Ctrl-C or SIGTERM, or failed) and return 0, 130 or 143 (or re-raise)."""
+    current = None
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        for current, step in steps:
+            t0 = time.monotonic()
+            step()
+            print(f"== {current} done in {time.monotonic() - t0:.0f} s", file=sys.stderr,
+                  flush=True)
+    except KeyboardInterrupt as exc:
+        # No second signal while the run file is written: it would cut it short.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        name = "SIGTERM" if isinstance(exc, _Terminated) else "SIGINT"
+        run.finish("interrupted", experiment=current, signal=name)
+        run.report()
+        report_run(run)
+        print(f"interrupted ({name}) in {current}: the records written so far are kept; "
+              f"{run.manifest} says so", file=sys.stderr)
+        return 143 if name == "SIGTERM" else 130
+    except BaseException as exc:
+        run.finish("failed", experiment=current, error=f"{type(exc).__name__}: {exc}")
+        run.report()
+        report_run(run)
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    run.finish("complete")
+    run.report()
+    report_run(run)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -407,7 +382,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if getattr(args, "python", None):
-            return _reexec(args.python, argv)
+            return reexec(args.python, argv, _FOUND.get(args.python, "not checked"))
         if args.command == "charts":
             from .report.charts import run_charts
 

@@ -4,7 +4,9 @@ A *build* is one interpreter configuration (version, GIL or free-threaded); its 
 to ``<root>/<version>-<gil|ft>/``. A *run* is one invocation of the harness: it has a
 ``run_id`` (UTC time plus a random suffix) that every record carries, so that ratios can be
 taken between cells of one run. Files are never overwritten: a run writes new files named
-after its ``run_id`` (and opens them in exclusive-create mode).
+after its ``run_id`` (and opens them in exclusive-create mode); only its own run file
+``run-<run_id>.json`` is rewritten, once, when the run ends, to say how it ended
+(``status``: ``running`` until then, ``complete``, ``interrupted`` or ``failed``).
 """
 
 from __future__ import annotations
@@ -154,11 +156,14 @@ class Run:
         self.files: list[Path] = []
         self._open: dict[str, IO[str]] = {}
         self.counts: dict[str, int] = {}
+        #: ``running`` until :meth:`finish` says how it ended.
+        self.status = "running"
         manifest = {
             "run_id": self.run_id, "argv": argv, "seed": seed, "size": size.as_params(),
             "executable": sys.executable, "sys_version": sys.version, "started": _now(),
             "loadavg_1m": _loadavg(),
             **self.info,
+            "status": "running",
         }
         #: The run file: what was asked for, on which build (``run-<run_id>.json``).
         self.manifest = self.new_path("run", ".json")
@@ -230,10 +235,27 @@ class Run:
             fh.close()
         self._open.clear()
 
+    def finish(self, status: str, experiment: str | None = None, **detail: Any) -> None:
+        """Close the record files and write how the run ended into its run file: ``status``
+        (``complete``, ``interrupted`` or ``failed``), when, and the records written per
+        experiment; unless complete, also ``{status: {when, experiment, **detail}}`` (the
+        experiment it stopped in, the signal or the error). Records already written stay."""
+        self.close()
+        now = _now()
+        data = json.loads(self.manifest.read_text())
+        data.update(status=status, finished=now, records=dict(self.counts))
+        if status != "complete":
+            data[status] = {"when": now, "experiment": experiment, **detail}
+        self.status = status
+        tmp = self.manifest.with_name(self.manifest.name + ".tmp")
+        tmp.write_text(json.dumps(data, indent=2) + "\n")
+        os.replace(tmp, self.manifest)
+
     def report(self, out: IO[str] = sys.stdout) -> None:
         """Print where this run's files went."""
-        print(f"run {self.run_id} ({self.build}, size {self.size.name}, seed {self.seed}):",
-              file=out)
+        ended = "" if self.status in ("running", "complete") else f", {self.status.upper()}"
+        print(f"run {self.run_id} ({self.build}, size {self.size.name}, seed {self.seed}"
+              f"{ended}):", file=out)
         for path in self.files:
             if path.exists():
                 what = ""

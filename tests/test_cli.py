@@ -7,14 +7,21 @@ Everything goes through the real command line (``python -m experiments``, a subp
 
 from __future__ import annotations
 
+import glob
+import json
+import os
 import platform
+import signal
+import subprocess
 import sys
 import sysconfig
+import time
 from pathlib import Path
 
 import pytest
 
-from test_experiments_smoke import cli
+from experiments.records import load
+from test_experiments_smoke import ROOT, cli
 
 
 def _usage_error(proc, option: str, *words: str) -> str:
@@ -91,3 +98,57 @@ def test_a_rerun_that_exits_0_without_records_is_an_error(tmp_path):
     proc = cli("memory", "--smoke", "--out", str(tmp_path / "r"), "--python", lazy)
     assert proc.returncode == 1, proc.stderr
     assert "exited 0 but reported no run" in proc.stderr.strip().splitlines()[-1]
+
+
+def _interrupt(tmp_path: Path, signum: int, *extra: str) -> tuple[int, dict, list[dict]]:
+    """Start ``all --smoke``, send ``signum`` once its first records are on disk; return
+    the exit status, the run file and the records kept."""
+    out = tmp_path / "results"
+    env = dict(os.environ, CSTRIE_NO_PROGRESS="1",
+               PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH"))
+                                          if p))
+    proc = subprocess.Popen([sys.executable, "-m", "experiments", "all", "--smoke", "--method",
+                             "timeit", "--out", str(out), *extra], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        if any(os.path.getsize(f) for f in glob.glob(f"{out}/*/latency-*.jsonl")):
+            break
+        time.sleep(0.02)
+    assert proc.poll() is None, "the run ended before it could be interrupted"
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=120)
+    runs = glob.glob(f"{out}/*/run-*.json")
+    assert len(runs) == 1, (runs, err)
+    return proc.returncode, json.loads(Path(runs[0]).read_text()), load(out)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+@pytest.mark.parametrize("signame, code", [("SIGINT", 130), ("SIGTERM", 143)])
+def test_an_interrupted_run_says_so_in_its_run_file(tmp_path, signame, code):
+    rc, manifest, records = _interrupt(tmp_path, getattr(signal, signame))
+    assert rc == code
+    assert manifest["status"] == "interrupted", manifest
+    stop = manifest["interrupted"]
+    assert stop["signal"] == signame and stop["experiment"] == "latency" and stop["when"]
+    # The records written before the signal are kept, and the run file counts them.
+    assert records and manifest["records"] == {"latency": len(records)}
+    assert {r["run_id"] for r in records} == {manifest["run_id"]}
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_an_interrupt_reaches_a_python_rerun(tmp_path):
+    """Ctrl-C sent to the command only (not its process group) is passed on to the re-run,
+    which then writes its run file like a run interrupted directly."""
+    rc, manifest, records = _interrupt(tmp_path, signal.SIGINT, "--python", sys.executable)
+    assert rc == 130
+    assert manifest["status"] == "interrupted" and manifest["interrupted"]["signal"] == "SIGINT"
+    assert records
+
+
+def test_a_complete_run_says_so_in_its_run_file(tmp_path):
+    proc = cli("primitives", "--smoke", "--method", "timeit", "--out", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    (run_file,) = tmp_path.glob("*/run-*.json")
+    manifest = json.loads(run_file.read_text())
+    assert manifest["status"] == "complete" and manifest["records"]["primitives"] > 0
