@@ -30,7 +30,7 @@ from .config import SIZES, Size
 from .env import PROJECT_ROOT, Run, default_figures_dir, default_results_root
 from .preflight import dir_problem, file_problem, probe_python
 from .report.summary import README_BEGIN, README_END, update_readme
-from .registry import ALGORITHMS
+from .registry import ALGORITHMS, DIALECTS
 from .rerun import child_env, reexec, report_run
 
 __all__ = ["main"]
@@ -40,7 +40,6 @@ MEASURES = ("latency", "throughput", "memory", "scaling", "lockfree", "contentio
 #: What the ``--python`` check found, by path ("Python 3.13.5, free-threaded build, ...").
 _FOUND: dict[str, str] = {}
 
-DIALECTS = ("nats", "mqtt", "amqp")
 DEFAULT_DIALECTS = ("nats", "mqtt")
 
 _HELP = {
@@ -290,8 +289,10 @@ def _measure(args: argparse.Namespace, argv: list[str]) -> int:
     from .registry import dialects_for
 
     root = args.out if args.out is not None else default_results_root()
-    run = Run(root, args.seed, sized(SIZES[args.size], args), argv)
     algorithms, dialects = args.algorithms, args.dialects
+    todo = MEASURES if args.command == "all" else (args.command,)
+    run = Run(root, args.seed, sized(SIZES[args.size], args), argv,
+              plan={"experiments": list(todo), "algorithms": algorithms, "dialects": dialects})
     method = getattr(args, "method", "auto")
 
     def latency() -> None:
@@ -315,7 +316,6 @@ def _measure(args: argparse.Namespace, argv: list[str]) -> int:
         "level_width": lambda: level_width.run_level_width(run, algorithms, dialects),
         "primitives": primitives,
     }
-    todo = MEASURES if args.command == "all" else (args.command,)
     if "paho" in algorithms and "mqtt" not in dialects:
         print("note: paho's MQTTMatcher is measured on the MQTT form only, and --dialects "
               "excludes mqtt: it is left out of the single-thread experiments",

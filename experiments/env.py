@@ -144,7 +144,11 @@ def _loadavg() -> float | None:
 class Run:
     """One invocation of the harness: its id, seed, size and the files it writes."""
 
-    def __init__(self, out_root: Path, seed: int, size: Size, argv: list[str]) -> None:
+    def __init__(self, out_root: Path, seed: int, size: Size, argv: list[str],
+                 plan: dict[str, Any] | None = None) -> None:
+        """``plan``: what the run sets out to measure (``experiments``, ``algorithms``,
+        ``dialects``), kept in its run file so that a figure can say which cells are
+        missing."""
         self.seed = seed
         self.size = size
         self.info = build_info()
@@ -160,6 +164,7 @@ class Run:
         self.status = "running"
         manifest = {
             "run_id": self.run_id, "argv": argv, "seed": seed, "size": size.as_params(),
+            **(plan or {}),
             "executable": sys.executable, "sys_version": sys.version, "started": _now(),
             "loadavg_1m": _loadavg(),
             **self.info,
