@@ -28,6 +28,7 @@ from pathlib import Path
 
 from .config import SIZES, Size
 from .env import PROJECT_ROOT, Run, default_figures_dir, default_results_root
+from .extras import missing
 from .preflight import dir_problem, file_problem, probe_python
 from .report.summary import README_BEGIN, README_END, update_readme
 from .registry import ALGORITHMS, DIALECTS
@@ -384,6 +385,10 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, "python", None):
             return reexec(args.python, argv, _FOUND.get(args.python, "not checked"))
         if args.command == "charts":
+            problem = missing("charts", ("matplotlib",))
+            if problem:
+                print(f"error: {problem}", file=sys.stderr)
+                return 2
             from .report.charts import run_charts
 
             for path in run_charts(args.source, args.out, tuple(args.formats)):

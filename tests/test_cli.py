@@ -11,6 +11,7 @@ import glob
 import json
 import os
 import platform
+import re
 import signal
 import subprocess
 import sys
@@ -152,3 +153,92 @@ def test_a_complete_run_says_so_in_its_run_file(tmp_path):
     (run_file,) = tmp_path.glob("*/run-*.json")
     manifest = json.loads(run_file.read_text())
     assert manifest["status"] == "complete" and manifest["records"]["primitives"] > 0
+
+
+# --- extras: a missing optional module costs one line, naming the extra to install ----------
+
+def _without(module: str, *args: str) -> subprocess.CompletedProcess:
+    """``python -m experiments *args`` in an interpreter where ``module`` cannot be imported
+    (``sys.modules[module] = None``, as if it were not installed)."""
+    code = (f"import sys; sys.modules[{module!r}] = None; from experiments.cli import main; "
+            "sys.exit(main(sys.argv[1:]))")
+    env = dict(os.environ, CSTRIE_NO_PROGRESS="1",
+               PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH"))
+                                          if p))
+    return subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("module, extra, args", [
+    ("numpy", "pipeline", ("pipeline", "generate", "--out", "{tmp}/wl", "--subscriptions", "3",
+                           "--messages", "3", "--wildcards", "single=0.2", "--levels", "2-4")),
+    # found, but failing on import inside the command (the run-time path)
+    ("pyarrow.parquet", "pipeline", ("pipeline", "generate", "--out", "{tmp}/wl",
+                                     "--subscriptions", "3", "--messages", "3")),
+    ("pyspark", "pipeline", ("pipeline", "route", "--subscriptions", "{tmp}", "--messages",
+                             "{tmp}", "--out", "{tmp}/routed")),
+    ("pandas", "pipeline", ("pipeline", "aggregate", "--from", "{tmp}", "--out", "{tmp}/agg")),
+    ("matplotlib", "experiments", ("charts", "--from", "{tmp}", "--out", "{tmp}/figures")),
+])
+def test_a_missing_extra_is_one_line_naming_it(module, extra, args, tmp_path):
+    proc = _without(module, *[a.format(tmp=tmp_path) for a in args])
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    top = module.split(".")[0]
+    assert lines[0].startswith("error: ") and f"needs {top}," in lines[0], lines[0]
+    assert lines[0].endswith(f"pip install 'cstrie[{extra}]'"), lines[0]
+
+
+def test_help_needs_no_extra(tmp_path):
+    """Parsing (argument types included) imports no extra: help works without numpy."""
+    proc = _without("numpy", "pipeline", "generate", "--wildcards", "single=0.2", "--levels",
+                    "2-4", "--help")
+    assert proc.returncode == 0 and "--wildcards" in proc.stdout, proc.stderr
+    assert not proc.stderr
+
+
+def _imports(path: Path) -> list[tuple[str, bool]]:
+    """(top-level module, imported at module level?) of every absolute import in ``path``."""
+    import ast
+
+    tree = ast.parse(path.read_text())
+    top_level = {id(n) for n in tree.body}
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names = [node.module or ""]
+        else:
+            continue
+        out += [(n.split(".")[0], id(node) in top_level) for n in names]
+    return out
+
+
+#: Modules that import an extra at module level: each is imported only by the command that
+#: needs it, after the extra's check (generate: pipeline generate; the pyperf worker runs
+#: in a subprocess started only when pyperf is importable).
+EXTRA_AT_IMPORT = {"experiments/pipeline/generate.py", "experiments/measure/_pyperf_worker.py"}
+
+
+def test_every_import_is_stdlib_the_package_or_a_declared_extra():
+    import tomllib
+
+    from experiments.extras import DISTRIBUTIONS, EXTRAS, extra_of
+
+    own = {"ctrie", "baselines", "experiments", "cereggii"}
+    for path in sorted((ROOT / "experiments").rglob("*.py")):
+        rel = str(path.relative_to(ROOT))
+        for module, at_import in _imports(path):
+            if module in sys.stdlib_module_names or module in own or module == "__future__":
+                continue
+            assert extra_of(module), f"{rel} imports {module}, which no extra declares"
+            assert not at_import or rel in EXTRA_AT_IMPORT, (
+                f"{rel} imports {module} at module level: import it where it is used")
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]
+    for extra, modules in EXTRAS.items():
+        names = {re.split(r"[<>=!~\[; ]", r, maxsplit=1)[0] for r in declared[extra]}
+        for module in modules:
+            assert DISTRIBUTIONS.get(module, module) in names, (extra, module, names)

@@ -58,7 +58,7 @@ def pyperf_unavailable() -> str | None:
     try:
         import pyperf  # noqa: F401
     except ImportError as exc:
-        return f"pyperf not importable: {exc}"
+        return f"pyperf not importable: {exc} (pip install 'cstrie[bench]')"
     return None
 
 

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..extras import from_error
 from ..progress import bar
 from ..records import Record, cells, load
 from ..registry import ALGORITHMS, DIALECTS, dialects_for
@@ -294,7 +295,7 @@ def run_charts(root: Path, out: Path, formats: tuple[str, ...] = ("png", "svg"))
     try:
         pyplot()
     except ImportError as exc:
-        raise SystemExit(f"error: charts need matplotlib (the 'experiments' extra): {exc}")
+        raise SystemExit(f"error: {from_error('charts', exc)}")
     records = load(root)
     if not records:
         raise SystemExit(f"error: --from {root}: no result records (*.jsonl) found there")
