@@ -147,6 +147,12 @@ def _existing_dir(text: str) -> Path:
     return path
 
 
+def _existing_file(text: str) -> Path:
+    if not Path(text).is_file():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a file")
+    return Path(text)
+
+
 def _out_dir(text: str) -> Path:
     """An output folder that exists and takes new files, or that can be created."""
     why = dir_problem(text)
@@ -243,14 +249,14 @@ def build_parser() -> argparse.ArgumentParser:
     _source_option(p)
     p_paper = sub.add_parser("paper", help="fill paper/paper.template.md from result files",
                              description="Write paper/paper.md: the template with every "
-                                         "table filled from the result files under --from.")
+                                         "table filled from the result files under --from. "
+                                         "The paper is built from a checkout of the "
+                                         "repository: an installed package has no template.")
     _source_option(p_paper)
-    p_paper.add_argument("--template", type=Path,
-                         default=PROJECT_ROOT / "paper" / "paper.template.md", metavar="FILE",
-                         help="the template (default: paper/paper.template.md)")
-    p_paper.add_argument("--out", type=_out_file,
-                         default=str(PROJECT_ROOT / "paper" / "paper.md"), metavar="FILE",
-                         help="the paper to write (default: paper/paper.md)")
+    p_paper.add_argument("--template", type=_existing_file, default=None, metavar="FILE",
+                         help="the template (default: paper/paper.template.md of the checkout)")
+    p_paper.add_argument("--out", type=_out_file, default=None, metavar="FILE",
+                         help="the paper to write (default: paper.md beside the template)")
     p.add_argument("--readme", type=Path, default=None, metavar="FILE",
                    help="also put the table into FILE between the markers "
                         f"{README_BEGIN!r} and {README_END!r} (make reproduce: README.md)")
@@ -376,6 +382,28 @@ def _run_steps(run: Run, steps: list[tuple[str, Callable[[], None]]]) -> int:
     return 0
 
 
+#: The paper's template in a checkout (an installed package has none).
+PAPER_TEMPLATE = PROJECT_ROOT / "paper" / "paper.template.md"
+
+
+def _paper(args: argparse.Namespace) -> int:
+    from .report.paper import run_paper
+
+    template = args.template or PAPER_TEMPLATE
+    if not template.is_file():
+        print("error: paper: the paper is built from a checkout of the repository, and this "
+              f"installed package has no {template.relative_to(PROJECT_ROOT)}: run `make "
+              "paper` in a checkout, or give --template FILE", file=sys.stderr)
+        return 2
+    out = args.out or template.parent / "paper.md"
+    why = file_problem(out)
+    if why:
+        print(f"error: paper: the default --out {out} {why}", file=sys.stderr)
+        return 2
+    print(f"wrote {run_paper(args.source, template, out)}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -399,10 +427,7 @@ def main(argv: list[str] | None = None) -> int:
 
             return run_pipeline(args)
         if args.command == "paper":
-            from .report.paper import run_paper
-
-            print(f"wrote {run_paper(args.source, args.template, args.out)}")
-            return 0
+            return _paper(args)
         if args.command == "summary":
             from .report.summary import run_summary
 

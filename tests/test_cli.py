@@ -242,3 +242,32 @@ def test_every_import_is_stdlib_the_package_or_a_declared_extra():
         names = {re.split(r"[<>=!~\[; ]", r, maxsplit=1)[0] for r in declared[extra]}
         for module in modules:
             assert DISTRIBUTIONS.get(module, module) in names, (extra, module, names)
+
+
+def test_paper_from_an_installed_package_says_it_is_built_from_a_checkout(tmp_path):
+    """The packages alone (as a wheel installs them: no paper/, no pyproject.toml): the
+    paper command says in one line where the paper is built; a template given still works."""
+    import shutil
+
+    site = tmp_path / "site"
+    for package in ("ctrie", "baselines", "experiments"):
+        shutil.copytree(ROOT / package, site / package,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    env = dict(os.environ, CSTRIE_NO_PROGRESS="1", PYTHONPATH=str(site))
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "experiments", *args], cwd=tmp_path,
+                              env=env, capture_output=True, text=True, timeout=120)
+
+    results = str(tmp_path / "results")
+    proc = run("primitives", "--smoke", "--method", "timeit", "--out", results)
+    assert proc.returncode == 0, proc.stderr
+    proc = run("paper", "--from", results)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "built from a checkout" in lines[0], proc.stderr
+    assert "--template" in lines[0]
+    paper = tmp_path / "paper.md"
+    proc = run("paper", "--from", results, "--template",
+               str(ROOT / "paper" / "paper.template.md"), "--out", str(paper))
+    assert proc.returncode == 0 and paper.is_file(), proc.stderr
