@@ -18,7 +18,9 @@ It reproduces the experiments of *Fast Topic Matching* and *Breaking and Enterin
 - ``charts`` and ``summary``: figures and the target-ratio table, from result files only.
 
 Measuring needs only the standard library, ``cereggii`` and this package; pyperf, tqdm and
-paho-mqtt are used where installed, matplotlib only by ``charts``.
+paho-mqtt are used where installed, matplotlib only by ``charts``, and the pipeline's
+modules only by ``pipeline`` (``extras`` says which extra brings what; a command missing
+one says in one line which to install).
 
 The folders follow the study's chain, workloads -> measurements -> result records ->
 figures and tables -> paper:
@@ -33,11 +35,14 @@ figures and tables -> paper:
 ``pipeline/``          the Spark pipeline: generate, route and aggregate at scale
 =====================  ===============================================================
 
-Shared plumbing beside them: ``cli`` (the argument parser and the ``--python`` re-exec),
-``config`` (the run sizes), ``registry`` (the matchers measured, their constructors and
-limits) and ``progress`` (progress bars). Imports go one way: ``report`` takes only the names of
-cells from ``measure`` (which algorithms and workloads an experiment has) and ``measure``
-never imports ``report``; ``tests/test_package_layout.py`` checks there is no import circle.
+Shared plumbing beside them: ``cli`` (the argument parser), ``rerun`` (the ``--python``
+re-exec), ``config`` (the run sizes), ``registry`` (the matchers measured, their
+constructors and limits), ``progress`` (progress bars), ``preflight`` (what a command
+checks before it starts: output folders it can write, the ``--python`` it is given) and
+``extras`` (the optional dependencies).
+Imports go one way: ``report`` takes only the names of cells from ``measure`` (which
+algorithms and workloads an experiment has) and ``measure`` never imports ``report``;
+``tests/test_package_layout.py`` checks there is no import circle.
 """
 
 __all__: list[str] = []

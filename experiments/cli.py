@@ -13,13 +13,16 @@ that changes tracked files (README table, ``paper/``), from publication-size run
 ``--python PATH`` re-runs the same command under another interpreter (``PATH -P -m
 experiments <the same arguments without --python>``), streaming its output, so that one
 command line measures a GIL and a free-threaded build into one results root.
+
+A measuring run stopped by Ctrl-C (exit 130) or SIGTERM (exit 143) keeps the records it
+wrote and says so in its run file (``status: "interrupted"``, when, in which experiment).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import subprocess
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -28,14 +31,19 @@ from pathlib import Path
 
 from .config import SIZES, Size
 from .env import PROJECT_ROOT, Run, default_results_root, estimate_seconds, paper_build_dir
+from .extras import missing
+from .preflight import dir_problem, file_problem, probe_python
 from .report.summary import README_BEGIN, README_END, update_readme
-from .registry import ALGORITHMS
+from .registry import ALGORITHMS, DIALECTS
+from .rerun import child_env, reexec, report_run
 
 __all__ = ["main"]
 
 MEASURES = ("latency", "throughput", "memory", "scaling", "lockfree", "contention",
             "sharing", "ownership", "starvation", "level_width", "primitives")
-DIALECTS = ("nats", "mqtt", "amqp")
+#: What the ``--python`` check found, by path ("Python 3.13.5, free-threaded build, ...").
+_FOUND: dict[str, str] = {}
+
 DEFAULT_DIALECTS = ("nats", "mqtt")
 
 _HELP = {
@@ -121,12 +129,18 @@ def _share_list(text: str) -> list[float]:
 
 
 def _python(text: str) -> str:
+    """An interpreter that runs as a Python and imports this package (asked, not assumed:
+    ``/bin/true`` is an executable file too)."""
     path = Path(text)
     if not path.exists():
         raise argparse.ArgumentTypeError(f"{text!r} does not exist (give a Python executable)")
     if path.is_dir() or not os.access(path, os.X_OK):
         raise argparse.ArgumentTypeError(f"{text!r} is not an executable file")
-    return str(path)
+    why, found = probe_python(text, child_env())
+    if why:
+        raise argparse.ArgumentTypeError(f"{text!r} {why}")
+    _FOUND[text] = found
+    return text
 
 
 def _existing_dir(text: str) -> Path:
@@ -136,11 +150,26 @@ def _existing_dir(text: str) -> Path:
     return path
 
 
+def _existing_file(text: str) -> Path:
+    if not Path(text).is_file():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a file")
+    return Path(text)
+
+
 def _out_dir(text: str) -> Path:
-    path = Path(text)
-    if path.exists() and not path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text!r} exists and is not a directory")
-    return path
+    """An output folder that exists and takes new files, or that can be created."""
+    why = dir_problem(text)
+    if why:
+        raise argparse.ArgumentTypeError(f"{text!r} {why}")
+    return Path(text)
+
+
+def _out_file(text: str) -> Path:
+    """An output file whose folder exists and takes new files, or can be created."""
+    why = file_problem(text)
+    if why:
+        raise argparse.ArgumentTypeError(f"{text!r} {why}")
+    return Path(text)
 
 
 # --- parser ---------------------------------------------------------------------------------
@@ -159,7 +188,8 @@ def _measure_options(p: argparse.ArgumentParser, latency_like: bool) -> None:
     size.add_argument("--size", dest="size", choices=tuple(SIZES),
                       help="run size by name (default: quick; full is the publication size)")
     p.set_defaults(size="quick")
-    p.add_argument("--out", type=_out_dir, default=None, metavar="DIR",
+    # A str default goes through the type too: the default root is checked like a given one.
+    p.add_argument("--out", type=_out_dir, default=str(default_results_root()), metavar="DIR",
                    help="results root; records go to DIR/<version>-<gil|ft>/ "
                         f"(default: {default_results_root()})")
     p.add_argument("--python", type=_python, default=None, metavar="PATH",
@@ -233,12 +263,13 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     _source_option(p)
     p_paper = sub.add_parser("paper", help="fill paper/paper.template.md from result files",
                              description="Write paper/paper.md: the template with every "
-                                         "table filled from the result files under --from.")
+                                         "table filled from the result files under --from. "
+                                         "The paper is built from a checkout of the "
+                                         "repository: an installed package has no template.")
     _source_option(p_paper)
-    p_paper.add_argument("--template", type=Path,
-                         default=PROJECT_ROOT / "paper" / "paper.template.md", metavar="FILE",
-                         help="the template (default: paper/paper.template.md)")
-    p_paper.add_argument("--out", type=Path, default=None, metavar="FILE",
+    p_paper.add_argument("--template", type=_existing_file, default=None, metavar="FILE",
+                         help="the template (default: paper/paper.template.md of the checkout)")
+    p_paper.add_argument("--out", type=_out_file, default=None, metavar="FILE",
                          help="the paper to write (default: FROM/paper/paper.md, beside the "
                               "figures of charts; the committed paper/paper.md changes only "
                               "through publish)")
@@ -262,38 +293,6 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
 
 
 # --- commands -------------------------------------------------------------------------------
-
-
-def _strip_python(argv: list[str]) -> list[str]:
-    out, skip = [], False
-    for arg in argv:
-        if skip:
-            skip = False
-        elif arg == "--python":
-            skip = True
-        elif not arg.startswith("--python="):
-            out.append(arg)
-    return out
-
-
-def _reexec(python: str, argv: list[str]) -> int:
-    """Run ``python -P -m experiments argv`` with inherited stdio; return its exit code.
-
-    ``-P`` keeps the working directory off ``sys.path``: a folder ``experiments/`` of the
-    user's own there must not stand in for this package (``PYTHONPATH`` points at it)."""
-    cmd = [python, "-P", "-m", "experiments", *_strip_python(argv)]
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(PROJECT_ROOT), env.get("PYTHONPATH", "")) if p)
-    print(f"== running under {python}: {' '.join(cmd[1:])}", file=sys.stderr, flush=True)
-    try:
-        rc = subprocess.call(cmd, env=env)
-    except OSError as exc:
-        print(f"error: --python {python}: cannot run it: {exc}", file=sys.stderr)
-        return 2
-    if rc:
-        print(f"error: --python {python}: the run exited with code {rc}", file=sys.stderr)
-    return rc
 
 
 def sized(size: Size, args: argparse.Namespace) -> Size:
@@ -336,8 +335,10 @@ def _measure(args: argparse.Namespace, argv: list[str]) -> int:
     from .registry import dialects_for
 
     root = args.out if args.out is not None else default_results_root()
-    run = Run(root, args.seed, sized(SIZES[args.size], args), argv)
     algorithms, dialects = args.algorithms, args.dialects
+    todo = MEASURES if args.command == "all" else (args.command,)
+    run = Run(root, args.seed, sized(SIZES[args.size], args), argv,
+              plan={"experiments": list(todo), "algorithms": algorithms, "dialects": dialects})
     method = getattr(args, "method", "auto")
 
     def latency() -> None:
@@ -361,7 +362,6 @@ def _measure(args: argparse.Namespace, argv: list[str]) -> int:
         "level_width": lambda: level_width.run_level_width(run, algorithms, dialects),
         "primitives": primitives,
     }
-    todo = MEASURES if args.command == "all" else (args.command,)
     if "paho" in algorithms and "mqtt" not in dialects:
         print("note: paho's MQTTMatcher is measured on the MQTT form only, and --dialects "
               "excludes mqtt: it is left out of the single-thread experiments",
@@ -371,18 +371,78 @@ def _measure(args: argparse.Namespace, argv: list[str]) -> int:
     print(f"== {_estimate(root, run.build, args.size, list(todo))}", file=sys.stderr,
           flush=True)
     started = time.monotonic()
-    try:
-        for name in todo:
-            t0 = time.monotonic()
-            steps[name]()
-            run.step_done(name, time.monotonic() - t0)
-            print(f"== {name} done in {time.monotonic() - t0:.0f} s", file=sys.stderr,
-                  flush=True)
-    finally:
-        run.close()
-        run.report()
+    status = _run_steps(run, [(name, steps[name]) for name in todo])
+    if status:
+        return status
     print(f"total {time.monotonic() - started:.0f} s. Next: python -m experiments charts "
           f"--from {root}; python -m experiments summary --from {root}")
+    return 0
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM during a run, raised like Ctrl-C's KeyboardInterrupt (which the measuring
+    code's ``except Exception`` lets through) so that the run ends the same way."""
+
+
+def _terminate(signum: int, _frame: object) -> None:
+    raise _Terminated(signum)
+
+
+def _run_steps(run: Run, steps: list[tuple[str, Callable[[], None]]]) -> int:
+    """Run the experiments in turn; write how the run ended into its run file (complete,
+    interrupted by Ctrl-C or SIGTERM, or failed) and return 0, 130 or 143 (or re-raise)."""
+    current = None
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        for current, step in steps:
+            t0 = time.monotonic()
+            step()
+            run.step_done(current, time.monotonic() - t0)
+            print(f"== {current} done in {time.monotonic() - t0:.0f} s", file=sys.stderr,
+                  flush=True)
+    except KeyboardInterrupt as exc:
+        # No second signal while the run file is written: it would cut it short.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        name = "SIGTERM" if isinstance(exc, _Terminated) else "SIGINT"
+        run.finish("interrupted", experiment=current, signal=name)
+        run.report()
+        report_run(run)
+        print(f"interrupted ({name}) in {current}: the records written so far are kept; "
+              f"{run.manifest} says so", file=sys.stderr)
+        return 143 if name == "SIGTERM" else 130
+    except BaseException as exc:
+        run.finish("failed", experiment=current, error=f"{type(exc).__name__}: {exc}")
+        run.report()
+        report_run(run)
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    run.finish("complete")
+    run.report()
+    report_run(run)
+    return 0
+
+
+#: The paper's template in a checkout (an installed package has none).
+PAPER_TEMPLATE = PROJECT_ROOT / "paper" / "paper.template.md"
+
+
+def _paper(args: argparse.Namespace) -> int:
+    from .report.paper import run_paper
+
+    template = args.template or PAPER_TEMPLATE
+    if not template.is_file():
+        print("error: paper: the paper is built from a checkout of the repository, and this "
+              f"installed package has no {template.relative_to(PROJECT_ROOT)}: run `make "
+              "paper` in a checkout, or give --template FILE", file=sys.stderr)
+        return 2
+    out = args.out or paper_build_dir(args.source) / "paper.md"
+    why = file_problem(out)
+    if why:
+        print(f"error: paper: the default --out {out} {why}", file=sys.stderr)
+        return 2
+    print(f"wrote {run_paper(args.source, template, out)}")
     return 0
 
 
@@ -393,8 +453,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if getattr(args, "python", None):
-            return _reexec(args.python, argv)
+            return reexec(args.python, argv, _FOUND.get(args.python, "not checked"))
         if args.command == "charts":
+            problem = missing("charts", ("matplotlib",))
+            if problem:
+                print(f"error: {problem}", file=sys.stderr)
+                return 2
             from .report.charts import run_charts
 
             out = args.out if args.out is not None else paper_build_dir(args.source) / "figures"
@@ -406,12 +470,7 @@ def main(argv: list[str] | None = None) -> int:
 
             return run_pipeline(args)
         if args.command == "paper":
-            from .report.paper import run_paper
-
-            out = args.out if args.out is not None else paper_build_dir(args.source) / "paper.md"
-            out.parent.mkdir(parents=True, exist_ok=True)
-            print(f"wrote {run_paper(args.source, args.template, out)}")
-            return 0
+            return _paper(args)
         if args.command == "publish":
             from .report.publish import run_publish
 

@@ -4,7 +4,9 @@ A *build* is one interpreter configuration (version, GIL or free-threaded); its 
 to ``<root>/<version>-<gil|ft>/``. A *run* is one invocation of the harness: it has a
 ``run_id`` (UTC time plus a random suffix) that every record carries, so that ratios can be
 taken between cells of one run. Files are never overwritten: a run writes new files named
-after its ``run_id`` (and opens them in exclusive-create mode).
+after its ``run_id`` (and opens them in exclusive-create mode); only its own run file
+``run-<run_id>.json`` is rewritten, once, when the run ends, to say how it ended
+(``status``: ``running`` until then, ``complete``, ``interrupted`` or ``failed``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import subprocess
 import sys
 import sysconfig
 import time
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any
@@ -145,7 +148,11 @@ def _loadavg() -> float | None:
 class Run:
     """One invocation of the harness: its id, seed, size and the files it writes."""
 
-    def __init__(self, out_root: Path, seed: int, size: Size, argv: list[str]) -> None:
+    def __init__(self, out_root: Path, seed: int, size: Size, argv: list[str],
+                 plan: dict[str, Any] | None = None) -> None:
+        """``plan``: what the run sets out to measure (``experiments``, ``algorithms``,
+        ``dialects``), kept in its run file so that a figure can say which cells are
+        missing."""
         self.seed = seed
         self.size = size
         self.info = build_info()
@@ -157,23 +164,32 @@ class Run:
         self.files: list[Path] = []
         self._open: dict[str, IO[str]] = {}
         self.counts: dict[str, int] = {}
+        #: ``running`` until :meth:`finish` says how it ended.
+        self.status = "running"
         manifest = {
             "run_id": self.run_id, "argv": argv, "seed": seed, "size": size.as_params(),
+            **(plan or {}),
             "executable": sys.executable, "sys_version": sys.version, "started": _now(),
             "loadavg_1m": _loadavg(),
             **self.info,
+            "status": "running",
         }
-        self.manifest = manifest
-        self.manifest_path = self.new_path("run", ".json")
-        self._write_manifest()
+        #: The run file: what was asked for, on which build (``run-<run_id>.json``).
+        self.manifest = self.new_path("run", ".json")
+        self.manifest.write_text(json.dumps(manifest, indent=2) + "\n")
 
-    def _write_manifest(self) -> None:
-        self.manifest_path.write_text(json.dumps(self.manifest, indent=2) + "\n")
+    def _rewrite_manifest(self, change: Callable[[dict[str, Any]], None]) -> None:
+        """Apply ``change`` to the run file's contents and replace the file in one step."""
+        data = json.loads(self.manifest.read_text())
+        change(data)
+        tmp = self.manifest.with_name(self.manifest.name + ".tmp")
+        tmp.write_text(json.dumps(data, indent=2) + "\n")
+        os.replace(tmp, self.manifest)
 
     def step_done(self, experiment: str, seconds: float) -> None:
         """Note in the run file how long ``experiment`` took (the next run's estimate)."""
-        self.manifest.setdefault("seconds", {})[experiment] = round(seconds, 1)
-        self._write_manifest()
+        self._rewrite_manifest(
+            lambda d: d.setdefault("seconds", {}).__setitem__(experiment, round(seconds, 1)))
 
     def new_path(self, stem: str, suffix: str, subdir: str | None = None) -> Path:
         """A path named after the run that does not exist yet (``stem-<run_id>[-n]suffix``)."""
@@ -241,10 +257,27 @@ class Run:
             fh.close()
         self._open.clear()
 
+    def finish(self, status: str, experiment: str | None = None, **detail: Any) -> None:
+        """Close the record files and write how the run ended into its run file: ``status``
+        (``complete``, ``interrupted`` or ``failed``), when, and the records written per
+        experiment; unless complete, also ``{status: {when, experiment, **detail}}`` (the
+        experiment it stopped in, the signal or the error). Records already written stay."""
+        self.close()
+        now = _now()
+
+        def ended(data: dict[str, Any]) -> None:
+            data.update(status=status, finished=now, records=dict(self.counts))
+            if status != "complete":
+                data[status] = {"when": now, "experiment": experiment, **detail}
+
+        self._rewrite_manifest(ended)
+        self.status = status
+
     def report(self, out: IO[str] = sys.stdout) -> None:
         """Print where this run's files went."""
-        print(f"run {self.run_id} ({self.build}, size {self.size.name}, seed {self.seed}):",
-              file=out)
+        ended = "" if self.status in ("running", "complete") else f", {self.status.upper()}"
+        print(f"run {self.run_id} ({self.build}, size {self.size.name}, seed {self.seed}"
+              f"{ended}):", file=out)
         for path in self.files:
             if path.exists():
                 what = ""

@@ -7,13 +7,15 @@ them, so readers need no pyperf.
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["build_order", "cells", "contention_growth", "latest_run", "load", "ok", "run_rank"]
+__all__ = ["build_order", "cells", "contention_growth", "latest_run", "load", "matching", "ok",
+           "run_file", "run_rank"]
 
 Record = dict[str, Any]
 
@@ -52,6 +54,22 @@ def load(root: Path, tally: dict[str, int] | None = None) -> list[Record]:
     return out
 
 
+def run_file(rec: Record) -> dict[str, Any]:
+    """The run file (``run-<run_id>.json``) beside a loaded record's file: the command line,
+    size, plan and how the run ended; ``{}`` when there is none."""
+    f = rec.get("_file")
+    return _read_run_file(str(Path(f).parent / f"run-{rec.get('run_id')}.json")) if f else {}
+
+
+@functools.lru_cache(maxsize=256)
+def _read_run_file(path: str) -> dict[str, Any]:
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 def ok(rec: Record) -> bool:
     """Whether the record holds a measurement."""
     return rec.get("status") == "ok" and rec.get("median") is not None
@@ -86,10 +104,13 @@ def latest_run(records: Iterable[Record], experiment: str, build: str) -> str | 
 
 def cells(records: Iterable[Record], **match: Any) -> list[Record]:
     """Measured records whose fields equal ``match`` (``params__x`` matches ``params['x']``)."""
+    return [r for r in matching(records, **match) if ok(r)]
+
+
+def matching(records: Iterable[Record], **match: Any) -> list[Record]:
+    """Records, measured or not, whose fields equal ``match`` (as :func:`cells`)."""
     out = []
     for r in records:
-        if not ok(r):
-            continue
         for key, want in match.items():
             if key.startswith("params__"):
                 got = r.get("params", {}).get(key[len("params__"):])

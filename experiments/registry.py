@@ -16,6 +16,7 @@ from typing import Any
 
 __all__ = [
     "ALGORITHMS",
+    "DIALECTS",
     "LABELS",
     "PahoMatcher",
     "cache_hit_share",
@@ -39,6 +40,9 @@ ALGORITHMS = (
     "optimized_bitmap",
     "paho",
 )
+
+#: The topic dialects the single-thread experiments can measure, in the order figures use.
+DIALECTS = ("nats", "mqtt", "amqp")
 
 LABELS = {
     "cstrie": "CS-trie (lock-free)",

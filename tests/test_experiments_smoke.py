@@ -14,8 +14,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import platform
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -574,3 +574,89 @@ def test_a_run_prints_its_estimate_from_the_last_run_of_its_size(tmp_path):
     line = next(x for x in second.stderr.splitlines() if "estimate:" in x)
     assert "as the last smoke runs here took" in line
     assert "plus latency, throughput" in line  # never run at this size here: said, not guessed
+
+
+def test_latency_chart_draws_the_dialect_measured(tmp_path):
+    """A run with --dialects mqtt: every row has its points (the CS-trie and LockedTrie rows
+    were drawn empty, fixed to NATS), and the title names the dialect drawn."""
+    pytest.importorskip("matplotlib")
+    from experiments.report.charts import fig_latency
+
+    ok_or_fail(cli("latency", "--smoke", "--method", "timeit", "--dialects", "mqtt",
+                   "--algorithms", "cstrie,locked_trie,paho", "--out", str(tmp_path)))
+    recs = load(tmp_path)
+    for state in ("cold", "hot"):
+        fig = fig_latency(recs, state)
+        for ax in fig.axes:
+            labels = [t.get_text() for t in ax.get_yticklabels()]
+            rows = {round(y) for line in ax.lines for y in line.get_ydata()}
+            assert len(labels) == 3 - bool(unavailable("paho")), labels
+            assert rows == set(range(len(labels))), (ax.get_title(), labels, rows)
+        assert "MQTT dialect" in fig._suptitle.get_text()
+        assert not fig.missing_cells, fig.missing_cells
+
+
+#: Per figure, one measured cell to take away (experiment, fields): the figure must say so.
+TAKEN = {
+    "latency_cold": ("latency", {"algorithm": "cstrie", "workload": "subscribe/cold/faithful"}),
+    "latency_hot": ("latency", {"algorithm": "cstrie", "workload": "lookup/hot/distinct"}),
+    "throughput": ("throughput", {"algorithm": "cstrie", "dialect": "mqtt"}),
+    "memory": ("memory", {"algorithm": "cstrie", "workload": "3-digit/digits"}),
+    "scaling_50-50": ("scaling", {"algorithm": "cstrie", "workload": "50/50", "threads": 2}),
+    "scaling_90-10-faithful": ("scaling", {"algorithm": "cstrie", "workload": "90/10-faithful",
+                                           "threads": 2}),
+    "scaling_90-10-true": ("scaling", {"algorithm": "cstrie", "workload": "90/10-true",
+                                       "threads": 2}),
+    "lockfree": ("lockfree", {"algorithm": "cstrie", "workload": "1:3"}),
+    "contention": ("contention", {"algorithm": "cstrie", "workload": "shared", "threads": 2}),
+    "sharing": ("sharing", {"algorithm": "cstrie", "workload": "shared/w10/gc-on",
+                            "threads": 2}),
+    "level_width": ("level_width", {"algorithm": "cstrie", "workload": "write"}),
+    "primitives": ("primitives", {"algorithm": "atomicref_get"}),
+}
+
+
+def _taken(recs: list[dict], name: str) -> list[dict]:
+    experiment, fields = TAKEN[name]
+    return [r for r in recs if r["experiment"] == experiment
+            and all(r.get(k) == v for k, v in fields.items())]
+
+
+def test_every_figure_says_which_cells_it_has_no_data_for(results):
+    """Take one measured cell away from the records: the figure lists it under itself."""
+    pytest.importorskip("matplotlib")
+    from experiments.registry import LABELS
+    from experiments.report.charts import FIGURES
+    from experiments.report.plotting import pyplot
+
+    assert set(TAKEN) == set(FIGURES)
+    _, recs = results
+    for name, func in FIGURES.items():
+        gone = _taken(recs, name)
+        assert gone and all(r["status"] == "ok" for r in gone), name
+        whole = func(recs)
+        fig = func([r for r in recs if not any(r is g for g in gone)])
+        assert fig.missing_count > whole.missing_count, name
+        notes = [t.get_text() for t in fig.texts if t.get_gid() == "missing-cells"]
+        what = LABELS.get(gone[0]["algorithm"], gone[0]["algorithm"])
+        assert len(notes) == 1 and what in notes[0] and "no record" in notes[0], (name, notes)
+        pyplot().close(whole)
+        pyplot().close(fig)
+
+
+def test_charts_warn_once_per_figure_with_missing_cells(results, tmp_path):
+    pytest.importorskip("matplotlib")
+    import shutil
+
+    out, _ = results
+    root = tmp_path / "results"
+    shutil.copytree(out, root)
+    experiment, fields = TAKEN["latency_hot"]
+    for path in root.rglob(f"{experiment}-*.jsonl"):
+        kept = [line for line in path.read_text().splitlines(keepends=True)
+                if not all(json.loads(line).get(k) == v for k, v in fields.items())]
+        path.write_text("".join(kept))
+    proc = cli("charts", "--from", str(root), "--out", str(tmp_path / "figures"))
+    ok_or_fail(proc)
+    warnings = [line for line in proc.stderr.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and warnings[0].startswith("warning: latency_hot:"), proc.stderr

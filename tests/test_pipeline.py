@@ -244,8 +244,7 @@ def spark():
     session.stop()
 
 
-SPARK_CONF = [("spark.sql.shuffle.partitions", "4"), ("spark.ui.enabled", "false"),
-              ("spark.ui.showConsoleProgress", "false")]
+SPARK_CONF = [("spark.sql.shuffle.partitions", "4"), ("spark.ui.enabled", "false")]
 
 
 def _write_parquet(path: Path, columns: dict[str, list], types: dict[str, str]) -> None:
@@ -448,3 +447,51 @@ def test_add_parser_mounts_the_commands_on_a_harness_parser(tmp_path: Path) -> N
                               "--subscriptions", "5", "--messages", "5"])
     assert args.command == "pipeline" and cli.run(args) == 0
     assert (tmp_path / "messages" / "part-00000.parquet").is_file()
+
+
+def test_spark_console_is_quiet(spark) -> None:
+    """No progress bars, and the driver JVM started with the quiet log4j2 configuration
+    (warnings and errors only; not the local session's start-up notes)."""
+    assert spark.sparkContext.getConf().get("spark.ui.showConsoleProgress") == "false"
+    jvm = spark._jvm
+    assert "cstrie-log4j2-" in str(jvm.java.lang.System.getProperty("log4j2.configurationFile"))
+    logger = jvm.org.apache.logging.log4j.LogManager.getLogger
+    assert str(logger("org.apache.spark.SparkContext").getLevel()) == "WARN"
+    assert str(logger("org.apache.hadoop.util.NativeCodeLoader").getLevel()) == "ERROR"
+
+
+def test_route_checks_local_paths_before_starting_spark(tmp_path: Path, monkeypatch,
+                                                        capsys) -> None:
+    """Each local mistake is a one-line error without a Spark start-up (seconds each)."""
+    pytest.importorskip("pyarrow", reason="the checks read Parquet footers with pyarrow")
+    from experiments.pipeline import route, sparkutil
+
+    def no_spark(*args, **kwargs):
+        raise AssertionError("Spark was started")
+
+    monkeypatch.setattr(route, "session", no_spark)
+    monkeypatch.setattr(route, "java_problem", lambda: None)
+    monkeypatch.setattr(sparkutil, "java_problem", lambda: None)
+    subs = tmp_path / "subs.parquet"
+    _write_parquet(subs, {"pattern": ["a"], "subscriber": ["s"]},
+                   {"pattern": "string", "subscriber": "string"})
+    msgs = tmp_path / "msgs.parquet"
+    _write_parquet(msgs, {"message_id": [1], "topic": ["a"]},
+                   {"message_id": "int64", "topic": "string"})
+    (tmp_path / "notes.txt").write_text("not parquet")
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "keep.txt").write_text("x")
+    cases = [
+        (["--messages", str(tmp_path / "nope")], "--messages", "no such file"),
+        (["--messages", str(tmp_path / "notes.txt")], "--messages", "cannot read"),
+        (["--messages", str(tmp_path / "empty")], "--messages", "no .parquet files"),
+        (["--messages", str(subs)], "--messages", "'message_id' is missing"),
+        (["--messages", str(msgs), "--out", str(tmp_path / "full")], "--out", "not empty"),
+    ]
+    for extra, option, what in cases:
+        args = ["route", "--subscriptions", str(subs), "--out", str(tmp_path / "o"), *extra]
+        rc = cli.main(args)
+        err = capsys.readouterr().err.strip().splitlines()
+        assert rc == 2 and len(err) == 1, (extra, err)
+        assert err[0].startswith(f"error: {option} ") and what in err[0], err

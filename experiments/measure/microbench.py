@@ -58,7 +58,7 @@ def pyperf_unavailable() -> str | None:
     try:
         import pyperf  # noqa: F401
     except ImportError as exc:
-        return f"pyperf not importable: {exc}"
+        return f"pyperf not importable: {exc} (pip install 'cstrie[bench]')"
     return None
 
 
@@ -128,17 +128,22 @@ def _run_pyperf(run: Run, experiment: str, suite: str, group: str, names: list[s
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, env=_subprocess_env(), cwd=str(PROJECT_ROOT))
         assert proc.stdout is not None
-        for line in proc.stdout:
-            logf.write(line)
-            tail = (tail + [line.rstrip()])[-15:]
-            stripped = line.strip().lstrip(".")
-            hit = next((n for n in names if stripped.startswith(n + ":")), None)
-            if hit is not None:
-                warnings[hit] = [w for w in pending if w.startswith(("WARNING", "* "))]
-                pending = []
-                progress.update(1)
-            elif stripped and not stripped.startswith("$"):
-                pending.append(stripped)
+        try:
+            for line in proc.stdout:
+                logf.write(line)
+                tail = (tail + [line.rstrip()])[-15:]
+                stripped = line.strip().lstrip(".")
+                hit = next((n for n in names if stripped.startswith(n + ":")), None)
+                if hit is not None:
+                    warnings[hit] = [w for w in pending if w.startswith(("WARNING", "* "))]
+                    pending = []
+                    progress.update(1)
+                elif stripped and not stripped.startswith("$"):
+                    pending.append(stripped)
+        except BaseException:  # Ctrl-C or SIGTERM here: pyperf does not outlive the run
+            proc.kill()
+            proc.wait()
+            raise
         rc = proc.wait()
     if rc != 0:
         raise RuntimeError(f"pyperf exited with {rc}; log {log}:\n" + "\n".join(tail))

@@ -18,18 +18,28 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import re
 import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["add_parser", "build_parser", "main", "run"]
+from ..extras import from_error, missing
+from ..preflight import dir_problem
+from .sparkutil import is_local, local_path
+
+__all__ = ["NEEDS", "add_parser", "build_parser", "main", "parse_levels", "parse_wildcards",
+           "run"]
 
 _DIALECTS = ("nats", "amqp", "mqtt")
 _MATCHERS = ("cstrie", "locked_trie", "locked_trie_nocache", "naive", "inverted_bitmap",
              "optimized_bitmap")  # == matchers.MATCHERS (checked by the tests)
 _IMPLS = ("arrow", "pandas", "rdd")  # == route.IMPLS
+#: The modules of the pipeline extra each command imports (checked before it starts).
+NEEDS = {"generate": ("numpy", "pyarrow"), "route": ("pyspark", "pyarrow", "numpy"),
+         "aggregate": ("pandas", "pyarrow", "numpy")}
 
 _DESCRIPTION = ("Route pub/sub messages through the package's matchers at scale with Spark: "
                 "generate a workload, route it, aggregate harness results.")
@@ -66,8 +76,6 @@ def _rate(text: str) -> float:
 
 
 def _wildcards(text: str) -> dict[str, float]:
-    from .generate import parse_wildcards
-
     try:
         return parse_wildcards(text)
     except ValueError as exc:
@@ -75,8 +83,6 @@ def _wildcards(text: str) -> dict[str, float]:
 
 
 def _levels(text: str) -> tuple[int, int]:
-    from .generate import parse_levels
-
     try:
         return parse_levels(text)
     except ValueError as exc:
@@ -97,6 +103,15 @@ def _names(text: str) -> list[str]:
     return names
 
 
+def _out_dir(text: str) -> str:
+    """An output folder: a local one must exist and take new files, or be creatable
+    (checked now, not after Spark has started); a URI (``hdfs://``...) is Hadoop's to check."""
+    why = dir_problem(local_path(text)) if is_local(text) else None
+    if why:
+        raise argparse.ArgumentTypeError(f"{text!r} {why}")
+    return text
+
+
 def _zipf(text: str) -> float:
     try:
         value = float(text)
@@ -105,6 +120,43 @@ def _zipf(text: str) -> float:
     if not value >= 0:
         raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text!r}")
     return value
+
+
+def parse_wildcards(spec: str) -> dict[str, float]:
+    """``"single=0.1,multi=0.05"`` -> ``{"single": 0.1, "multi": 0.05}``.
+
+    Keys: ``single`` (per-level probability of the one-level wildcard) and ``multi``
+    (per-pattern probability of the many-level wildcard); a key left out is 0. Raises
+    ``ValueError`` naming the offending item.
+    """
+    out = {"single": 0.0, "multi": 0.0}
+    for item in (s.strip() for s in spec.split(",")):
+        if not item:
+            continue
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or key not in out:
+            raise ValueError(f"bad item {item!r}: expected single=P or multi=P")
+        try:
+            p = float(value)
+        except ValueError:
+            raise ValueError(f"bad probability in {item!r}: {value!r} is not a number") from None
+        if not 0.0 <= p <= 1.0 or math.isnan(p):
+            raise ValueError(f"bad probability in {item!r}: must be between 0 and 1")
+        out[key] = p
+    return out
+
+
+def parse_levels(spec: str) -> tuple[int, int]:
+    """``"3-5"`` -> ``(3, 5)``; ``"4"`` -> ``(4, 4)``. Raises ``ValueError``."""
+    m = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", spec)
+    if not m:
+        raise ValueError(f"expected MIN-MAX or N (e.g. 3-5), got {spec!r}")
+    lo = int(m.group(1))
+    hi = int(m.group(2)) if m.group(2) is not None else lo
+    if lo < 1 or hi < lo:
+        raise ValueError(f"expected 1 <= MIN <= MAX, got {spec!r}")
+    return lo, hi
 
 
 # --- parser ---------------------------------------------------------------------------------
@@ -119,7 +171,7 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
                     "(message_id, topic) as Parquet, and DIR/workload.json. Words are "
                     "Zipf-distributed per level; the same arguments give byte-identical "
                     "files.")
-    g.add_argument("--out", required=True, metavar="DIR", help="output folder")
+    g.add_argument("--out", type=_out_dir, required=True, metavar="DIR", help="output folder")
     g.add_argument("--subscriptions", type=_count, required=True, metavar="N",
                    help="subscription rows")
     g.add_argument("--messages", type=_count, required=True, metavar="M", help="message rows")
@@ -159,7 +211,7 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
     r.add_argument("--messages", required=True, metavar="PATH",
                    help="Parquet file or folder with columns message_id (integer), topic "
                         "(string)")
-    r.add_argument("--out", required=True, metavar="DIR",
+    r.add_argument("--out", type=_out_dir, required=True, metavar="DIR",
                    help="output folder (local path or a URI Hadoop knows)")
     r.add_argument("--matcher", choices=_MATCHERS, default="cstrie",
                    help="matcher built in each partition (default: cstrie)")
@@ -200,7 +252,7 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
                     "--reference, per Python build) and records.{parquet,csv} into --out.")
     a.add_argument("--from", dest="sources", nargs="+", required=True, metavar="DIR",
                    help="results folders (searched recursively for *.jsonl)")
-    a.add_argument("--out", required=True, metavar="DIR", help="output folder")
+    a.add_argument("--out", type=_out_dir, required=True, metavar="DIR", help="output folder")
     a.add_argument("--reference", default="CSTrie", metavar="ALGO",
                    help="algorithm the ratios are taken to; case and punctuation ignored "
                         "(default: CSTrie)")
@@ -328,10 +380,12 @@ def _aggregate(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     """Run the parsed pipeline command; return the exit status (errors are printed)."""
     handler: Callable[[argparse.Namespace], int] = args.pipeline_handler
-    try:
-        from .sparkutil import PipelineError
-    except ImportError as exc:  # pragma: no cover - the module has no third-party imports
-        _err(str(exc))
+    from .sparkutil import PipelineError
+
+    what = f"pipeline {args.pipeline_command}"
+    problem = missing(what, NEEDS[args.pipeline_command])
+    if problem:
+        _err(problem)
         return 2
     try:
         return handler(args)
@@ -339,7 +393,7 @@ def run(args: argparse.Namespace) -> int:
         _err(str(exc))
         return 2
     except ImportError as exc:
-        _err(f"{exc}: install the pipeline extra (pip install -e '.[pipeline]')")
+        _err(from_error(what, exc))
         return 2
     except RuntimeError as exc:
         _err(str(exc))

@@ -7,10 +7,11 @@ not the most popular second word. A topic or pattern has a uniform number of lev
 ``levels = (lo, hi)``.
 
 Patterns are drawn like topics, then wildcards are placed by the *wildcard spec*
-(:func:`parse_wildcards`): ``single=P`` turns each level into the one-level wildcard with
-probability ``P``; ``multi=Q`` gives a pattern a many-level wildcard with probability ``Q``
-(it replaces the last level in NATS and MQTT, where it may only end a pattern, and a random
-level in AMQP, where it may stand anywhere).
+(``--wildcards``, parsed by :func:`experiments.pipeline.cli.parse_wildcards`): ``single=P``
+turns each level into the one-level wildcard with probability ``P``; ``multi=Q`` gives a
+pattern a many-level wildcard with probability ``Q`` (it replaces the last level in NATS and
+MQTT, where it may only end a pattern, and a random level in AMQP, where it may stand
+anywhere).
 
 Everything is vectorised (numpy draws, pyarrow string joins) and done in chunks of
 :data:`CHUNK_ROWS` rows, each with its own generator seeded by ``(seed, stream, chunk)``:
@@ -26,8 +27,6 @@ wrong, including a null topic: see :data:`INVALID_FORMS`.
 from __future__ import annotations
 
 import json
-import math
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -45,8 +44,6 @@ __all__ = [
     "Workload",
     "generate",
     "message_batches",
-    "parse_levels",
-    "parse_wildcards",
     "subscription_batches",
 ]
 
@@ -94,43 +91,6 @@ INVALID_FORMS: dict[str, tuple[Callable[[str], str | None], ...]] = {
         lambda t: t + "\x00",
     ),
 }
-
-
-def parse_wildcards(spec: str) -> dict[str, float]:
-    """``"single=0.1,multi=0.05"`` -> ``{"single": 0.1, "multi": 0.05}``.
-
-    Keys: ``single`` (per-level probability of the one-level wildcard) and ``multi``
-    (per-pattern probability of the many-level wildcard); a key left out is 0. Raises
-    ``ValueError`` naming the offending item.
-    """
-    out = {"single": 0.0, "multi": 0.0}
-    for item in (s.strip() for s in spec.split(",")):
-        if not item:
-            continue
-        key, sep, value = item.partition("=")
-        key = key.strip()
-        if not sep or key not in out:
-            raise ValueError(f"bad item {item!r}: expected single=P or multi=P")
-        try:
-            p = float(value)
-        except ValueError:
-            raise ValueError(f"bad probability in {item!r}: {value!r} is not a number") from None
-        if not 0.0 <= p <= 1.0 or math.isnan(p):
-            raise ValueError(f"bad probability in {item!r}: must be between 0 and 1")
-        out[key] = p
-    return out
-
-
-def parse_levels(spec: str) -> tuple[int, int]:
-    """``"3-5"`` -> ``(3, 5)``; ``"4"`` -> ``(4, 4)``. Raises ``ValueError``."""
-    m = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", spec)
-    if not m:
-        raise ValueError(f"expected MIN-MAX or N (e.g. 3-5), got {spec!r}")
-    lo = int(m.group(1))
-    hi = int(m.group(2)) if m.group(2) is not None else lo
-    if lo < 1 or hi < lo:
-        raise ValueError(f"expected 1 <= MIN <= MAX, got {spec!r}")
-    return lo, hi
 
 
 @dataclass(frozen=True)

@@ -58,8 +58,8 @@ from pathlib import Path
 from typing import Any
 
 from . import matchers, regex, routing
-from .sparkutil import (Column, PipelineError, Store, java_problem, read_checked, read_parquet,
-                        session)
+from .sparkutil import (Column, PipelineError, Store, check_input, check_local_out, is_local,
+                        java_problem, not_empty, read_checked, read_parquet, session)
 
 __all__ = ["DEFAULT_IMPL", "IMPLS", "OUTPUTS", "RouteOptions", "route_frame", "run_route"]
 
@@ -276,9 +276,7 @@ def _prepare_out(store: Store, out: str, overwrite: bool) -> None:
         raise PipelineError(f"--out {out}: exists and is not a directory")
     present = store.children(out)
     if present and not overwrite:
-        shown = ", ".join(sorted(present)[:6]) + (", ..." if len(present) > 6 else "")
-        raise PipelineError(f"--out {out}: not empty (holds {shown}); pass --overwrite to "
-                            "replace the pipeline's outputs in it")
+        raise not_empty(out, present)
     for name in OUTPUTS:
         if name in present:
             store.delete(f"{out}/{name}")
@@ -293,31 +291,38 @@ def run_route(opts: RouteOptions, log: Callable[[str], None] | None = None) -> d
     problem = java_problem()
     if problem:  # before importing pyspark: the first thing to fix
         raise PipelineError(problem)
-    from pyspark.sql import functions as F
-
-    if log is None:
-        def log(msg: str) -> None:
-            print(msg, file=sys.stderr, flush=True)
     if opts.matcher not in matchers.MATCHERS:
         raise PipelineError(f"--matcher {opts.matcher!r}: choose from "
                             f"{', '.join(matchers.MATCHERS)}")
     if opts.impl not in IMPLS:
         raise PipelineError(f"--impl {opts.impl!r}: choose from {', '.join(IMPLS)}")
+    # Whatever is local is checked now, not after Spark's start-up (seconds).
+    inputs = ((opts.subscriptions, "--subscriptions", _SUBSCRIPTION_COLUMNS),
+              (opts.messages, "--messages", _MESSAGE_COLUMNS))
+    for path, option, columns in inputs:
+        if is_local(path):
+            check_input(path, option, columns)
+    out = opts.out.rstrip("/") or opts.out
+    if is_local(out):
+        check_local_out(out, opts.overwrite)
+    from pyspark.sql import functions as F
+
+    if log is None:
+        def log(msg: str) -> None:
+            print(msg, file=sys.stderr, flush=True)
     started = _now()
     stages = _Stages(6 + bool(opts.inprocess) + bool(opts.baseline), log)
     stages.start("session", f"starting Spark ({opts.master})")
     spark = session(opts.master, opts.conf)
     sc = spark.sparkContext
     store = Store(spark)
-    out = opts.out.rstrip("/") or opts.out
     _prepare_out(store, out, opts.overwrite)
     load_start = _load()
     t_job = time.perf_counter()
 
     stages.start("inputs", f"reading {opts.subscriptions} and {opts.messages}")
-    subs_df = read_checked(spark, store, opts.subscriptions, "--subscriptions",
-                           _SUBSCRIPTION_COLUMNS)
-    msgs = read_checked(spark, store, opts.messages, "--messages", _MESSAGE_COLUMNS)
+    subs_df, msgs = (read_checked(spark, store, path, option, columns, checked=is_local(path))
+                     for path, option, columns in inputs)
     sub_rows = [(r[0], r[1]) for r in subs_df.collect()]
     messages_in = msgs.count()
     max_words = opts.max_words

@@ -7,20 +7,29 @@ may be local paths or any URI the cluster's Hadoop configuration knows (``hdfs:/
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import shutil
 import sys
+import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
 
+from ..preflight import dir_problem
+
 __all__ = [
     "JAVA_HINT",
     "PipelineError",
     "Store",
+    "check_input",
+    "check_local_out",
+    "is_local",
     "java_problem",
+    "local_path",
+    "not_empty",
     "read_checked",
     "read_parquet",
     "session",
@@ -47,6 +56,35 @@ def java_problem() -> str | None:
     return f"Spark needs Java, and there is no `java` on PATH and no JAVA_HOME: {JAVA_HINT}"
 
 
+#: Spark's console when ``quiet``: warnings and errors, one line each (the first line of a
+#: stack trace), not the start-up notes of a local session (no native Hadoop library, a
+#: hostname that resolves to loopback) nor Spark's notes about its default log4j profile.
+LOG4J2_QUIET = """\
+rootLogger.level = warn
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n%ex{short}
+logger.native.name = org.apache.hadoop.util.NativeCodeLoader
+logger.native.level = error
+logger.utils.name = org.apache.spark.util.Utils
+logger.utils.level = error
+logger.parquet.name = org.apache.parquet.CorruptStatistics
+logger.parquet.level = error
+"""
+
+
+def _log4j2_file() -> str:
+    """A file holding :data:`LOG4J2_QUIET` (removed when the interpreter exits)."""
+    fd, path = tempfile.mkstemp(prefix="cstrie-log4j2-", suffix=".properties")
+    with os.fdopen(fd, "w") as fh:
+        fh.write(LOG4J2_QUIET)
+    atexit.register(lambda: os.path.exists(path) and os.unlink(path))
+    return path
+
+
 def session(master: str = "local[*]", conf: Iterable[tuple[str, str]] = (),
             app_name: str = "cstrie-pipeline", quiet: bool = True) -> Any:
     """A SparkSession for ``master`` with ``conf`` applied (get-or-create).
@@ -55,6 +93,14 @@ def session(master: str = "local[*]", conf: Iterable[tuple[str, str]] = (),
     ``sys.executable`` unless it or ``spark.pyspark.python`` is given), so they import the
     same package; ``spark.sql.shuffle.partitions`` defaults to 8 (the figures the job
     shuffles are small). On a cluster nothing is assumed: see the README's cluster section.
+
+    ``quiet`` (unless ``conf`` says otherwise): no progress bars
+    (``spark.ui.showConsoleProgress``), and the driver JVM starts with
+    :data:`LOG4J2_QUIET` (``-Dlog4j2.configurationFile`` in
+    ``spark.driver.extraJavaOptions``), so that its console holds warnings and errors from
+    the first line on; the log level is also set to WARN once the session exists (for a
+    JVM that was already running). The JVM's own ``WARNING: Using incubator modules`` line
+    (Spark adds ``jdk.incubator.vector``) is printed before any of this can act.
     """
     problem = java_problem()
     if problem:
@@ -70,6 +116,11 @@ def session(master: str = "local[*]", conf: Iterable[tuple[str, str]] = (),
     builder = SparkSession.builder.master(master).appName(app_name)
     if local and "spark.sql.shuffle.partitions" not in keys:
         builder = builder.config("spark.sql.shuffle.partitions", "8")
+    if quiet and "spark.ui.showConsoleProgress" not in keys:
+        builder = builder.config("spark.ui.showConsoleProgress", "false")
+    if quiet and "spark.driver.extraJavaOptions" not in keys:
+        builder = builder.config("spark.driver.extraJavaOptions",
+                                 f"-Dlog4j2.configurationFile=file:{_log4j2_file()}")
     for key, value in conf:
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
@@ -156,20 +207,25 @@ _ARROW_TO_SPARK = {"string": "string", "large_string": "string", "int64": "bigin
                    "int32": "int", "int16": "smallint", "int8": "tinyint"}
 
 
-def _is_local(path: str) -> bool:
+def is_local(path: str) -> bool:
+    """Whether ``path`` names the local file system (no scheme, or ``file:``)."""
     scheme = urlparse(path).scheme
     return scheme in ("", "file") or (len(scheme) == 1 and os.name == "nt")
+
+
+def local_path(path: str) -> str:
+    """The local file system path of a local ``path`` (``file:`` dropped)."""
+    return urlparse(path).path if path.startswith("file:") else path
 
 
 def _schema(spark: Any, f: str, option: str, path: str) -> dict[str, str]:
     """Column name -> Spark type name of one Parquet file."""
     try:
-        if _is_local(f):
+        if is_local(f):
             import pyarrow.parquet as pq
 
-            local = urlparse(f).path if f.startswith("file:") else f
             out = {}
-            for fl in pq.read_schema(local):
+            for fl in pq.read_schema(local_path(f)):
                 t = fl.type.value_type if hasattr(fl.type, "value_type") else fl.type
                 out[fl.name] = _ARROW_TO_SPARK.get(str(t), str(t))
             return out
@@ -199,22 +255,40 @@ class Column:
 
 
 def read_checked(spark: Any, store: Store, path: str, option: str,
-                 columns: tuple[Column, ...]) -> Any:
-    """Read Parquet ``path`` (a file or a folder) and return the required columns, cast.
+                 columns: tuple[Column, ...], checked: bool = False) -> Any:
+    """Read Parquet ``path`` (a file or a folder) and return the required columns, cast,
+    after :func:`check_input` (unless ``checked``: it was called already)."""
+    if not checked:
+        check_input(path, option, columns, spark, store)
+    from pyspark.sql import functions as F
+
+    df = read_parquet(spark, path)
+    return df.select(*[F.col(c.name).cast(c.cast).alias(c.name) for c in columns])
+
+
+def check_input(path: str, option: str, columns: tuple[Column, ...], spark: Any = None,
+                store: Store | None = None) -> None:
+    """Check that Parquet ``path`` (a file or a folder) has the required columns.
 
     Errors name ``option``, the file and the column: a path that does not exist, a folder
-    without Parquet files, a file without a required column, a column of the wrong type.
+    without Parquet files, a file without a required column, a column of the wrong type. A
+    local path needs neither ``spark`` nor ``store`` (pyarrow reads the footers), so that
+    ``route`` checks it before Spark starts.
     """
-    if not store.exists(path):
-        raise PipelineError(f"{option} {path}: no such file or directory")
-    files = store.files(path)
-    if not files:
-        raise PipelineError(f"{option} {path}: no .parquet files in this folder")
+    if is_local(path):
+        files = _local_files(path, option)
+    else:
+        assert spark is not None and store is not None, "a non-local path is checked by Spark"
+        if not store.exists(path):
+            raise PipelineError(f"{option} {path}: no such file or directory")
+        files = store.files(path)
+        if not files:
+            raise PipelineError(f"{option} {path}: no .parquet files in this folder")
     # Every file's own schema is checked, so that an error names the file (Spark reads a
     # folder with the schema of one file and would fill a column missing elsewhere with
     # nulls). Local files: a footer read each with pyarrow; other file systems: Spark,
     # for at most MAX_SCHEMA_CHECKS files.
-    for f in files if _is_local(path) else files[:MAX_SCHEMA_CHECKS]:
+    for f in files if is_local(path) else files[:MAX_SCHEMA_CHECKS]:
         fields = _schema(spark, f, option, path)
         for col in columns:
             if col.name not in fields:
@@ -225,7 +299,38 @@ def read_checked(spark: Any, store: Store, path: str, option: str,
                 raise PipelineError(
                     f"{option} {path}: column {col.name!r} in {f} has type "
                     f"{fields[col.name]}, expected {' or '.join(col.accepted)}")
-    from pyspark.sql import functions as F
 
-    df = read_parquet(spark, path)
-    return df.select(*[F.col(c.name).cast(c.cast).alias(c.name) for c in columns])
+
+def _local_files(path: str, option: str) -> list[str]:
+    """The data files of local ``path`` as :meth:`Store.files` lists them."""
+    local = local_path(path)
+    if not os.path.exists(local):
+        raise PipelineError(f"{option} {path}: no such file or directory")
+    if not os.path.isdir(local):
+        return [local]
+    files = sorted(os.path.join(folder, name) for folder, _, names in os.walk(local)
+                   for name in names
+                   if name.endswith(".parquet") and not name.startswith(("_", ".")))
+    if not files:
+        raise PipelineError(f"{option} {path}: no .parquet files in this folder")
+    return files
+
+
+def not_empty(out: str, present: list[str]) -> PipelineError:
+    """The error for an ``--out`` that holds ``present`` and no ``--overwrite``."""
+    shown = ", ".join(sorted(present)[:6]) + (", ..." if len(present) > 6 else "")
+    return PipelineError(f"--out {out}: not empty (holds {shown}); pass --overwrite to "
+                         "replace the pipeline's outputs in it")
+
+
+def check_local_out(out: str, overwrite: bool) -> None:
+    """Check a local ``--out`` without Spark: it can be written (or created), and it is
+    empty unless ``overwrite`` (``route`` checks any ``--out`` again through Hadoop)."""
+    local = local_path(out)
+    why = dir_problem(local)
+    if why:
+        raise PipelineError(f"--out {out}: {why}")
+    present = [n for n in (os.listdir(local) if os.path.isdir(local) else [])
+               if not (n.startswith(".") and n.endswith(".crc"))]  # Hadoop's checksums
+    if present and not overwrite:
+        raise not_empty(out, present)

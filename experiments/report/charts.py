@@ -5,6 +5,11 @@ None when there is nothing to draw). Each figure uses, per build, the latest run
 experiment, and puts builds side by side (GIL first, then free-threaded) when several are
 present, or, where one panel compares them (``level_width``), one line per build. Points are medians; error bars span min to max over the rounds or values.
 Figures are written as PNG and SVG (Agg backend; no display needed).
+
+A figure draws what its run measured (the algorithms and dialects in the run file's plan,
+or failing that in its records) and lists under itself every cell of that plan it has no
+data for, with why (a skipped or failed record's note, or no record at all); ``run_charts``
+prints one warning line for each such figure.
 """
 
 from __future__ import annotations
@@ -14,12 +19,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..extras import from_error
 from ..progress import bar
 from ..records import Record, cells, load
-from ..registry import ALGORITHMS
-from .plotting import (COLORS, MARKERS, build_name, build_title, dot_rows, error_bars,
-                       latest_runs, missing_note, plain_log, pyplot, series_label,
-                       series_legend, thousands)
+from ..registry import ALGORITHMS, DIALECTS, dialects_for
+from .plotting import (COLORS, MARKERS, Gaps, build_name, build_title, dialect_of,
+                       dialects_said, dot_rows, error_bars, finish, latest_runs, plain_log,
+                       plan, pyplot, series_label, series_legend, thousands)
 from .charts_threads import fig_contention, fig_lockfree, fig_scaling, fig_sharing
 
 __all__ = ["FIGURES", "fig_latency", "fig_level_width", "fig_memory", "fig_primitives",
@@ -38,77 +44,92 @@ _VARIANT_LABEL = {
 
 
 def fig_latency(recs: list[Record], state: str) -> Any:
-    """Latency per operation (``state`` cold or hot): faithful vs real-work, log scale."""
+    """Latency per operation (``state`` cold or hot): faithful vs real-work, log scale; each
+    matcher in the one dialect :func:`dialect_of` picks from those its run measured."""
     runs = latest_runs(recs, "latency")
     if not runs:
         return None
     plt = pyplot()
     fig, axes = plt.subplots(len(runs), 3, figsize=(16, 4.2 * len(runs) + 0.9),
                              squeeze=False)
+    gaps, drawn_all = Gaps(), []
     for row, (build, rs) in enumerate(runs):
+        p = plan(rs)
+        drawn = [(a, d) for a in ALGORITHMS if a in p.algorithms
+                 for d in [dialect_of(a, p.dialects)] if d]
+        drawn_all += drawn
         for col, op in enumerate(_OPS):
             ax = axes[row][col]
             second = _SECOND_VARIANT[op]
             styles = {"faithful": ("full", -0.15), second: ("none", 0.15)}
-            algs = [a for a in ALGORITHMS if any(r["algorithm"] == a for r in rs)]
             rows = []
-            for a in algs:
-                d = "mqtt" if a == "paho" else "nats"
+            for a, d in drawn:
                 series = []
                 for variant in styles:
-                    c = cells(rs, algorithm=a, dialect=d, workload=f"{op}/{state}/{variant}")
-                    series.append((variant, c[-1] if c else None))
-                rows.append((a, series))
+                    wl = f"{op}/{state}/{variant}"
+                    c = gaps.check(cells(rs, algorithm=a, dialect=d, workload=wl), rs,
+                                   f"{build_name(recs, build)}, {op}",
+                                   series_label(a), variant,
+                                   algorithm=a, dialect=d, workload=wl)
+                    if c:
+                        series.append((variant, c[-1]))
+                if series:  # no empty rows: the cells of one are listed under the figure
+                    rows.append((a, series))
             dot_rows(ax, rows, 1e-3, styles)  # ns -> us
             ax.set_xlabel("microseconds per operation (log; lower is better)", fontsize=8)
             ax.set_title(f"{op}, {state}", fontsize=10)
             if col == 0:
                 ax.set_ylabel(build_title(recs, build), fontsize=8)
             series_legend(ax, styles, _VARIANT_LABEL)
-            missing_note(ax, [r for r in rs if r["workload"].startswith(f"{op}/{state}/")])
     pop = next((r["params"].get("hot_population") for _, rs in runs for r in rs
                 if r["workload"].endswith("/hot/faithful")), 1000)
     what = "empty matcher" if state == "cold" else f"{thousands(pop)} random 5-word subscriptions"
-    fig.suptitle(f"Latency, {state} ({what}); NATS dialect, paho on the MQTT form\n"
+    fig.suptitle(f"Latency, {state} ({what}); {dialects_said(drawn_all)}\n"
                  "median; whiskers = min-max over pyperf values", fontsize=11)
-    fig.tight_layout()
-    return fig
+    return finish(fig, gaps)
 
 
 # --- throughput -------------------------------------------------------------------------------
 
 
 def fig_throughput(recs: list[Record]) -> Any:
-    """Messages per second on the 3-digit workload, NATS and MQTT forms (log scale)."""
+    """Messages per second on the 3-digit workload, one series per dialect measured (log
+    scale)."""
     runs = latest_runs(recs, "throughput")
     if not runs:
         return None
     plt = pyplot()
     fig, axes = plt.subplots(1, len(runs), figsize=(7.5 * len(runs), 4.8), squeeze=False,
                              sharex=True)
-    styles = {"nats": ("full", -0.15), "mqtt": ("none", 0.15)}
-    for col, (build, rs) in enumerate(runs):
+    plans = [plan(rs) for _, rs in runs]
+    measured = [d for d in DIALECTS if any(d in p.dialects for p in plans)]
+    offsets = [(k - (len(measured) - 1) / 2) * 0.3 / max(len(measured) - 1, 1)
+               for k in range(len(measured))]
+    styles = {d: (("full", "none", "left")[k], off)
+              for k, (d, off) in enumerate(zip(measured, offsets))}
+    gaps = Gaps()
+    for col, ((build, rs), p) in enumerate(zip(runs, plans)):
         ax = axes[0][col]
-        algs = [a for a in ALGORITHMS if any(r["algorithm"] == a for r in rs)]
         rows = []
-        for a in algs:
+        for a in [a for a in ALGORITHMS if a in p.algorithms]:
             series = []
-            for d in styles:
-                c = cells(rs, algorithm=a, dialect=d)
-                series.append((d, c[-1] if c else None))
-            rows.append((a, series))
+            for d in dialects_for(a, p.dialects):
+                c = gaps.check(cells(rs, algorithm=a, dialect=d), rs, build_name(recs, build),
+                               series_label(a), f"{d}", algorithm=a, dialect=d)
+                if c:
+                    series.append((d, c[-1]))
+            if series:
+                rows.append((a, series))
         dot_rows(ax, rows, 1.0, styles)
         ax.set_xlabel("messages per second (log; higher is better)")
         msgs = next((r["params"]["messages"] for r in rs
                      if r.get("params", {}).get("messages")), None)
         sub = f"\n{msgs:,} messages, 1,000 subscriptions" if msgs else ""
         ax.set_title(f"{build_title(recs, build)}{sub}", fontsize=9)
-        series_legend(ax, styles, {"nats": "NATS form", "mqtt": "MQTT form"})
-        missing_note(ax, rs)
+        series_legend(ax, styles, {d: f"{d.upper()} form" for d in styles})
     fig.suptitle("Throughput, 3-digit workload; median, whiskers = min-max over rounds",
                  fontsize=11)
-    fig.tight_layout()
-    return fig
+    return finish(fig, gaps)
 
 
 # --- memory -----------------------------------------------------------------------------------
@@ -122,14 +143,22 @@ def fig_memory(recs: list[Record]) -> Any:
     plt = pyplot()
     variants = ("digits", "distinct")
     fig, axes = plt.subplots(len(runs), 2, figsize=(13, 4.4 * len(runs)), squeeze=False)
+    gaps, drawn = Gaps(), []
     for row, (build, rs) in enumerate(runs):
+        p = plan(rs)
+        sizes = p.axis("memory_sizes", rs, lambda r: r["params"].get("subscriptions"))
         for col, variant in enumerate(variants):
             ax = axes[row][col]
             sub = [r for r in rs if r["workload"] == f"3-digit/{variant}"]
-            for a in ALGORITHMS:
-                d = "mqtt" if a == "paho" else "nats"
-                c = sorted(cells(sub, algorithm=a, dialect=d),
-                           key=lambda r: r["params"]["subscriptions"])
+            for a in [a for a in ALGORITHMS if a in p.algorithms]:
+                d = dialect_of(a, p.dialects)
+                if d is None:
+                    continue
+                drawn.append((a, d))
+                c = [x for n in sizes for x in gaps.check(
+                    cells(sub, algorithm=a, dialect=d, params__subscriptions=n)[-1:], sub,
+                    f"{build_name(recs, build)}, {variant}", series_label(a), f"{n:,}",
+                    algorithm=a, dialect=d, params__subscriptions=n)]
                 if not c:
                     continue
                 xs = [r["params"]["subscriptions"] for r in c]
@@ -147,11 +176,9 @@ def fig_memory(recs: list[Record]) -> Any:
             ax.set_title(f"{title}\n{build_title(recs, build)}", fontsize=9)
             ax.grid(which="both", alpha=0.3)
             ax.legend(fontsize=7)
-            missing_note(ax, [r for r in sub if r.get("status") != "ok"])
-    fig.suptitle("Memory held (tracemalloc) per subscription; NATS dialect, paho on MQTT",
-                 fontsize=11)
-    fig.tight_layout()
-    return fig
+    fig.suptitle("Memory held (tracemalloc) per subscription; "
+                 f"{dialects_said(dict.fromkeys(drawn))}", fontsize=11)
+    return finish(fig, gaps)
 
 
 # --- scaling ----------------------------------------------------------------------------------
@@ -171,12 +198,17 @@ def fig_level_width(recs: list[Record]) -> Any:
     fig, axes = plt.subplots(1, len(WORKLOADS), figsize=(13, 5.2), squeeze=False)
     what = {"write": "subscribe + unsubscribe of a fresh inbox",
             "lookup": "lookup of an existing inbox"}
+    gaps = Gaps()
     for col, workload in enumerate(WORKLOADS):
         ax = axes[0][col]
         for k, (build, rs) in enumerate(runs):
-            for a in WIDTH_ALGORITHMS:
-                c = sorted(cells(rs, algorithm=a, workload=workload),
-                           key=lambda r: r["params"]["width"])
+            p = plan(rs)
+            widths = p.axis("width_levels", rs, lambda r: r["params"].get("width"))
+            for a in [a for a in WIDTH_ALGORITHMS if a in p.algorithms]:
+                c = [x for n in widths for x in gaps.check(
+                    cells(rs, algorithm=a, workload=workload, params__width=n)[-1:], rs,
+                    f"{workload}", f"{series_label(a)}, {build_name(recs, build)}",
+                    f"{n:,}", algorithm=a, workload=workload, params__width=n)]
                 if not c:
                     continue
                 med, err = error_bars(c, 1e-3)  # ns -> us
@@ -195,12 +227,10 @@ def fig_level_width(recs: list[Record]) -> Any:
         ax.set_title(what[workload], fontsize=10)
         ax.grid(which="both", alpha=0.3)
         ax.legend(fontsize=7)
-        missing_note(ax, [r for _, rs in runs for r in rs if r["workload"] == workload])
     runs_said = "; ".join(f"{build_title(recs, b)}" for b, _ in runs)
     fig.suptitle(f"Level width, one thread: NATS inboxes under one level ({runs_said})\n"
                  "median, whiskers = min-max over interleaved rounds", fontsize=10)
-    fig.tight_layout()
-    return fig
+    return finish(fig, gaps)
 
 
 # --- primitives -------------------------------------------------------------------------------
@@ -215,13 +245,15 @@ def fig_primitives(recs: list[Record]) -> Any:
     from ..measure.primitives import PRIMITIVES
 
     present = {r["algorithm"] for _, rs in runs for r in rs}
-    names = [n for n in PRIMITIVES if n in present] + sorted(present - set(PRIMITIVES))
+    names = [*PRIMITIVES, *sorted(present - set(PRIMITIVES))]
     fig, ax = plt.subplots(figsize=(9, 0.45 * len(names) * max(1, len(runs)) + 1.5))
     h = 0.8 / len(runs)
+    gaps = Gaps()
     for k, (build, rs) in enumerate(runs):
         pos, meds, errs = [], [], [[], []]
         for i, n in enumerate(names):
-            c = cells(rs, algorithm=n)
+            c = gaps.check(cells(rs, algorithm=n), rs, build_name(recs, build), n, "",
+                           algorithm=n)
             if c:
                 m, e = error_bars(c[-1:])
                 pos.append(i - 0.4 + h * (k + 0.5))
@@ -229,11 +261,6 @@ def fig_primitives(recs: list[Record]) -> Any:
                 errs[0] += e[0]
                 errs[1] += e[1]
         ax.barh(pos, meds, height=h, xerr=errs, capsize=2, label=build_title(recs, build))
-        for p, n in zip(range(len(names)), names):
-            miss = [r for r in rs if r["algorithm"] == n and r.get("status") != "ok"]
-            if miss and k == 0:
-                ax.text(0.01, p, f"{miss[0]['note']}"[:90], va="center", fontsize=7,
-                        transform=ax.get_yaxis_transform(), color="#555555")
     ax.set_yticks(range(len(names)), names, fontsize=8)
     ax.set_ylim(len(names) - 0.5, -0.5)
     ax.set_xlabel("nanoseconds per operation (lower is better; loop overhead included, "
@@ -241,8 +268,7 @@ def fig_primitives(recs: list[Record]) -> Any:
     ax.legend(fontsize=7)
     ax.grid(axis="x", alpha=0.3)
     ax.set_title("Primitive costs, uncontended", fontsize=11)
-    fig.tight_layout()
-    return fig
+    return finish(fig, gaps)
 
 
 # --- sharing -----------------------------------------------------------------------------------
@@ -269,7 +295,7 @@ def run_charts(root: Path, out: Path, formats: tuple[str, ...] = ("png", "svg"))
     try:
         pyplot()
     except ImportError as exc:
-        raise SystemExit(f"error: charts need matplotlib (the 'experiments' extra): {exc}")
+        raise SystemExit(f"error: {from_error('charts', exc)}")
     records = load(root)
     if not records:
         raise SystemExit(f"error: --from {root}: no result records (*.jsonl) found there")
@@ -285,6 +311,13 @@ def run_charts(root: Path, out: Path, formats: tuple[str, ...] = ("png", "svg"))
                 progress.write(f"{name}: no data, skipped")
                 progress.update(1)
                 continue
+            lines = getattr(fig, "missing_cells", [])
+            if lines:
+                said = "; ".join(lines)
+                n = fig.missing_count
+                progress.write(f"warning: {name}: no data for {n} cell{'s' if n > 1 else ''} "
+                               "the run set out to measure (listed under the figure): "
+                               f"{said if len(said) <= 300 else said[:297] + '...'}")
             for fmt in formats:
                 path = out / f"{name}.{fmt}"
                 replaced += path.exists()

@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..records import Record, cells, contention_growth
-from ..registry import ALGORITHMS, LABELS
-from .plotting import (COLORS, MARKERS, TRIES, build_title, error_bars, latest_runs,
-                       missing_note, plain_log, pyplot, series_label, thousands)
+from ..registry import ALGORITHMS, LABELS, thread_safe
+from .plotting import (COLORS, MARKERS, TRIES, Gaps, build_name, build_title, error_bars,
+                       finish, latest_runs, plain_log, plan, pyplot, series_label, thousands)
 
 __all__ = ["fig_contention", "fig_lockfree", "fig_scaling", "fig_sharing"]
 
@@ -23,11 +23,18 @@ def fig_scaling(recs: list[Record], workload: str) -> Any:
     plt = pyplot()
     fig, axes = plt.subplots(2, len(runs), figsize=(max(9.5, 7.5 * len(runs)), 9.5),
                              squeeze=False)
+    gaps = Gaps()
     for col, (build, rs) in enumerate(runs):
+        p = plan(rs)
+        threads = p.axis("scaling_threads", rs, lambda r: r["threads"])
+        found = {a: [x for n in threads if n == 1 or thread_safe(a) for x in gaps.check(
+                     cells(rs, algorithm=a, threads=n)[-1:], rs, build_name(recs, build),
+                     series_label(a), f"{n} threads", algorithm=a, threads=n)]
+                 for a in ALGORITHMS if a in p.algorithms}
         for row, (algs, log) in enumerate(((ALGORITHMS, True), (TRIES, False))):
             ax = axes[row][col]
             for a in algs:
-                c = sorted(cells(rs, algorithm=a), key=lambda r: r["threads"])
+                c = found.get(a)
                 if not c:
                     continue
                 xs = [r["threads"] for r in c]
@@ -61,13 +68,10 @@ def fig_scaling(recs: list[Record], workload: str) -> Any:
                          f"{share}", fontsize=8)
             ax.grid(which="both", alpha=0.3)
             ax.legend(fontsize=7)
-            if row == 0:
-                missing_note(ax, [r for r in rs if r.get("status") == "failed"])
     fig.suptitle(f"Concurrency scaling, workload {workload}: every thread runs the same "
                  "operations on a populated matcher\nmedian, whiskers = min-max over rounds",
                  fontsize=11)
-    fig.tight_layout()
-    return fig
+    return finish(fig, gaps)
 
 
 # --- lock-free vs locked ----------------------------------------------------------------------
@@ -79,13 +83,24 @@ def fig_lockfree(recs: list[Record]) -> Any:
     if not runs:
         return None
     plt = pyplot()
+    from ..measure.lockfree import lockfree_configs
+
     fig, axes = plt.subplots(len(runs), 2, figsize=(13, 4.6 * len(runs)), squeeze=False)
+    gaps = Gaps()
     for row, (build, rs) in enumerate(runs):
+        p = plan(rs)
+        configs = (lockfree_configs(tuple(p.size["lockfree_groups"]))
+                   if p.size.get("lockfree_groups") else None)
         for col, ratio in enumerate(("1:1", "1:3")):
             ax = axes[row][col]
             sub = [r for r in rs if r["workload"] == ratio]
-            for a in ALGORITHMS:
-                c = sorted(cells(sub, algorithm=a), key=lambda r: r["threads"])
+            workers = ([i + k for r_, i, k in configs if r_ == ratio] if configs is not None
+                       else sorted({r["threads"] for r in sub}))
+            for a in [a for a in ALGORITHMS if a in p.algorithms and thread_safe(a)]:
+                c = [x for n in workers for x in gaps.check(
+                    cells(sub, algorithm=a, threads=n)[-1:], sub,
+                    f"{build_name(recs, build)}, {ratio}", series_label(a), f"{n} workers",
+                    algorithm=a, threads=n)]
                 if not c:
                     continue
                 med, err = error_bars(c, 1e3)  # s -> ms
@@ -104,12 +119,10 @@ def fig_lockfree(recs: list[Record]) -> Any:
                          f"{build_title(recs, build)}", fontsize=9)
             ax.grid(which="both", alpha=0.3)
             ax.legend(fontsize=7)
-            missing_note(ax, [r for r in sub if r.get("status") != "ok"])
     fig.suptitle("Lock-free vs locked: each inserter subscribes every item, each looker "
                  "looks every item up, no pre-population\n"
                  "median, whiskers = min-max over rounds", fontsize=11)
-    fig.tight_layout()
-    return fig
+    return finish(fig, gaps)
 
 
 # --- contention -------------------------------------------------------------------------------
@@ -122,13 +135,22 @@ def fig_contention(recs: list[Record]) -> Any:
         return None
     plt = pyplot()
     fig, axes = plt.subplots(1, len(runs), figsize=(6.5 * len(runs), 4.8), squeeze=False)
-    names = [*ALGORITHMS, "attribute-read"]
+    gaps = Gaps()
     for col, (build, rs) in enumerate(runs):
         ax = axes[0][col]
-        present = [n for n in names if any(r["algorithm"] == n for r in rs)]
+        p = plan(rs)
+        present = [n for n in [*ALGORITHMS, "attribute-read"]
+                   if n in p.algorithms or n == "attribute-read"]
         for k, (sharing, hatch) in enumerate((("shared", ""), ("per-thread", "//"))):
             xs, ys, colors = [], [], []
             for i, n in enumerate(present):
+                if sharing == "shared" and not thread_safe(n):
+                    continue  # measured at one thread only: no growth to draw
+                for t in (1, 2):
+                    gaps.check(cells(rs, algorithm=n, workload=sharing, threads=t), rs,
+                               build_name(recs, build), series_label(n),
+                               f"{sharing}, {t} thread{'s' if t > 1 else ''}",
+                               algorithm=n, workload=sharing, threads=t)
                 g = contention_growth(rs, n, sharing)
                 if g is not None:
                     xs.append(i - 0.2 + 0.4 * k)
@@ -149,11 +171,9 @@ def fig_contention(recs: list[Record]) -> Any:
                                  label="one matcher shared by both threads"),
                            Patch(facecolor="white", edgecolor="black", hatch="//",
                                  label="one matcher per thread")], fontsize=7)
-        missing_note(ax, [r for r in rs if r.get("status") == "failed"])
     fig.suptitle("Contention: true 90/10, the same operations per thread; only sharing the "
                  "matcher differs\nmedian CPU time per operation over rounds", fontsize=11)
-    fig.tight_layout()
-    return fig
+    return finish(fig, gaps)
 
 
 # --- level width ------------------------------------------------------------------------------
@@ -170,21 +190,25 @@ def fig_sharing(recs: list[Record]) -> Any:
         return None
     plt = pyplot()
     fig, axes = plt.subplots(1, len(runs), figsize=(6.5 * len(runs), 4.8), squeeze=False)
-    for col, (build, all_rs) in enumerate(runs):
+    gaps = Gaps()
+    for col, (build, rs) in enumerate(runs):
         ax = axes[0][col]
-        rs = [r for r in all_rs if r.get("status") == "ok"]
-        shares = sorted({r["params"]["write_share"] for r in rs
-                         if r["params"].get("mode") == "shared"})
-        present = [a for a in ALGORITHMS if any(r["algorithm"] == a for r in rs)]
+        plan_ = plan(rs)
+        shares = plan_.axis("sharing_write_shares", rs,
+                            lambda r: r["params"].get("write_share")
+                            if r["params"].get("mode") == "shared" else None)
+        present = [a for a in ALGORITHMS if a in plan_.algorithms and thread_safe(a)
+                   and 2 in plan_.axis("sharing_threads", rs, lambda r: r["threads"])]
         width = 0.8 / max(len(present), 1)
         for i, a in enumerate(present):
             xs, ys = [], []
             for j, p in enumerate(shares):
                 wl = f"w{round(p * 100)}/gc-on"
-                s2 = [r for r in rs if r["algorithm"] == a and r["threads"] == 2
-                      and r["workload"] == f"shared/{wl}"]
-                o2 = [r for r in rs if r["algorithm"] == a and r["threads"] == 2
-                      and r["workload"] == f"per-thread-own/{wl}"]
+                s2, o2 = (gaps.check(cells(rs, algorithm=a, threads=2, workload=f"{m}/{wl}"),
+                                     rs, build_name(recs, build), series_label(a),
+                                     f"{m}, {p:.0%} writes, 2 threads", algorithm=a,
+                                     threads=2, workload=f"{m}/{wl}")
+                          for m in ("shared", "per-thread-own"))
                 if s2 and o2:
                     xs.append(j - 0.4 + width * (i + 0.5))
                     ys.append(s2[-1]["median"] / o2[-1]["median"])
@@ -197,8 +221,7 @@ def fig_sharing(recs: list[Record]) -> Any:
         ax.set_title(build_title(recs, build), fontsize=9)
         ax.grid(axis="y", alpha=0.3)
         ax.legend(fontsize=7)
-    fig.tight_layout()
-    return fig
+    return finish(fig, gaps)
 
 
 #: figure name -> function(records) -> figure

@@ -15,7 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from . import sharing as sharing_report
-from ..records import Record, build_order, cells, contention_growth, latest_run, load
+from ..records import (Record, build_order, cells, contention_growth, latest_run, load,
+                       run_file)
 from .summary import TARGETS, compute, to_markdown
 from .tables import (LATENCY_COLUMNS, PUBLISHED_AS, PUBLISHED_LATENCY, build_tag,
                      latency_table, level_width_table, lookup_ratio_table, memory_table, pair_agreement,
@@ -27,15 +28,8 @@ __all__ = ["facts", "render", "run_paper"]
 
 
 def _command(rec: Record) -> str | None:
-    """The command line of a record's run, from the run manifest beside its records."""
-    f = rec.get("_file")
-    if not f:
-        return None
-    manifest = Path(f).parent / f"run-{rec.get('run_id')}.json"
-    try:
-        argv = json.loads(manifest.read_text()).get("argv")
-    except (OSError, json.JSONDecodeError):
-        return None
+    """The command line of a record's run, from the run file beside its records."""
+    argv = run_file(rec).get("argv")
     return "python -m experiments " + " ".join(argv) if isinstance(argv, list) else None
 
 

@@ -1,0 +1,120 @@
+"""``--python PATH``: the same command re-run under another interpreter.
+
+``PATH -m experiments <the same arguments without --python>`` runs with this checkout first
+on ``PYTHONPATH`` and inherited stdio. It tells the command that started it what it wrote
+(its run id, run file and record count) through the file named in :data:`RUN_REPORT_ENV`,
+so that a re-run that exits 0 having measured nothing is an error rather than a success.
+Ctrl-C and SIGTERM reach the re-run (it records the interruption in its run file) instead
+of killing it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from .env import PROJECT_ROOT, Run
+
+__all__ = ["RUN_REPORT_ENV", "child_env", "reexec", "report_run"]
+
+#: The environment variable naming the file a re-run reports what it wrote to.
+RUN_REPORT_ENV = "CSTRIE_RUN_REPORT"
+
+#: Seconds a re-run has to stop by itself after a Ctrl-C before it is sent one: from a
+#: terminal, Ctrl-C reaches both processes, and a second one could cut its run file short.
+GRACE_SECONDS = 3.0
+
+
+def child_env() -> dict[str, str]:
+    """The environment of a re-run: this checkout first on ``PYTHONPATH``."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(PROJECT_ROOT), env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+def strip_python(argv: list[str]) -> list[str]:
+    """``argv`` without ``--python PATH`` / ``--python=PATH``."""
+    out, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--python":
+            skip = True
+        elif not arg.startswith("--python="):
+            out.append(arg)
+    return out
+
+
+def _wait(proc: subprocess.Popen[Any]) -> int:
+    """Wait for the re-run, passing SIGTERM on to it, and Ctrl-C if it has not stopped by
+    itself within :data:`GRACE_SECONDS`."""
+    def forward(signum: int, _frame: Any) -> None:
+        if proc.poll() is None:
+            proc.send_signal(signum)
+
+    previous = signal.signal(signal.SIGTERM, forward)
+    try:
+        while True:
+            try:
+                return proc.wait()
+            except KeyboardInterrupt:
+                try:
+                    return proc.wait(GRACE_SECONDS)
+                except subprocess.TimeoutExpired:
+                    forward(signal.SIGINT, None)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def reexec(python: str, argv: list[str], found: str) -> int:
+    """Run ``python -m experiments argv`` (``found``: what the ``--python`` check said it
+    is); return its exit code, or 1 if it exited 0 without having written a record."""
+    # -P keeps the working directory off sys.path: a folder experiments/ of the user's own
+    # there must not stand in for this package (child_env's PYTHONPATH points at it).
+    cmd = [python, "-P", "-m", "experiments", *strip_python(argv)]
+    print(f"== running under {python} ({found}): {' '.join(cmd[1:])}", file=sys.stderr,
+          flush=True)
+    with tempfile.TemporaryDirectory(prefix="cstrie-run-") as tmp:
+        report = Path(tmp) / "run.json"
+        env = child_env()
+        env[RUN_REPORT_ENV] = str(report)
+        try:
+            proc = subprocess.Popen(cmd, env=env)
+        except OSError as exc:
+            print(f"error: --python {python}: cannot run it: {exc}", file=sys.stderr)
+            return 2
+        rc = _wait(proc)
+        try:
+            done = json.loads(report.read_text())
+        except (OSError, ValueError):
+            done = None
+    if rc:
+        what = f"was interrupted (exit {rc})" if rc in (130, 143) else f"exited with code {rc}"
+        print(f"error: --python {python}: the run {what}"
+              + (f" (see {done['run_file']})" if isinstance(done, dict) else ""),
+              file=sys.stderr)
+        return rc
+    if not isinstance(done, dict):
+        print(f"error: --python {python}: the run exited 0 but reported no run (it did not "
+              "get to measuring)", file=sys.stderr)
+        return 1
+    if not done.get("records"):
+        print(f"error: --python {python}: run {done.get('run_id')} exited 0 but wrote no "
+              f"records (see {done.get('run_file')})", file=sys.stderr)
+        return 1
+    return 0
+
+
+def report_run(run: Run) -> None:
+    """In a re-run: tell the command that started it what was written."""
+    path = os.environ.get(RUN_REPORT_ENV)
+    if path:
+        Path(path).write_text(json.dumps({"run_id": run.run_id, "run_file": str(run.manifest),
+                                          "records": sum(run.counts.values())}))
