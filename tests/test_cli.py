@@ -95,7 +95,7 @@ def test_python_rerun_says_which_build_it_found(tmp_path):
 def test_a_rerun_that_exits_0_without_records_is_an_error(tmp_path):
     """An interpreter that answers the check but runs nothing: exit 0, no records."""
     lazy = _script(tmp_path / "lazy",
-                   f'if [ "$1" = "-c" ]; then exec "{sys.executable}" "$@"; fi; exit 0')
+                   f'case " $* " in *" -c "*) exec "{sys.executable}" "$@";; esac; exit 0')
     proc = cli("memory", "--smoke", "--out", str(tmp_path / "r"), "--python", lazy)
     assert proc.returncode == 1, proc.stderr
     assert "exited 0 but reported no run" in proc.stderr.strip().splitlines()[-1]
