@@ -5,7 +5,8 @@ Measuring commands (``latency``, ``throughput``, ``memory``, ``scaling``, ``lock
 ``all``) share the options ``--quick`` / ``--smoke`` / ``--size``, ``--out``, ``--seed``,
 ``--algorithms``, ``--dialects``, ``--python``, and for the concurrent experiments
 ``--threads``, ``--round-ops`` and ``--write-shares``; ``charts`` and ``summary`` read
-result files only (``--from``).
+result files only (``--from``). ``compare`` measures the matchers on a workload given as
+two files (see :mod:`experiments.measure.compare`).
 
 ``--python PATH`` re-runs the same command under another interpreter (``PATH -m
 experiments <the same arguments without --python>``), streaming its output, so that one
@@ -232,6 +233,11 @@ def build_parser() -> argparse.ArgumentParser:
     from .pipeline.cli import add_parser as add_pipeline  # imports neither pyspark nor pyarrow
 
     add_pipeline(sub)
+    from .measure.compare import add_parser as add_compare
+
+    add_compare(sub, {"seed": _seed, "algorithms": _choices_list(ALGORITHMS), "ints": _int_list,
+                      "shares": _share_list, "positive": _positive_int, "python": _python,
+                      "out": _out_dir})
     return parser
 
 
@@ -355,6 +361,10 @@ def main(argv: list[str] | None = None) -> int:
             for path in run_charts(args.source, args.out, tuple(args.formats)):
                 print(f"wrote {path}")
             return 0
+        if args.command == "compare":
+            from .compare import run_compare
+
+            return run_compare(args, argv)
         if args.command == "pipeline":
             from .pipeline.cli import run as run_pipeline
 
