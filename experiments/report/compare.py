@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..measure.compare import LATENCY, THROUGHPUT
 from ..records import Record, ok
-from .plotting import COLORS, MARKERS, build_name, missing_note, pyplot, series_label
+from .plotting import COLORS, MARKERS, build_name, pyplot, series_label
 
 __all__ = ["chart", "present", "ratio", "table"]
 
@@ -96,7 +96,7 @@ def chart(records: list[Record], baseline: str, path: Path) -> Path:
     """Draw the run's three panels (latency, throughput, threaded rounds) into ``path``:
     medians as bars, quartiles as error bars. Raises ImportError without matplotlib."""
     plt = pyplot()
-    from matplotlib.ticker import FuncFormatter
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
 
     plain = FuncFormatter(lambda v, _: f"{v:,.0f}")
     cells = _cells(records)
@@ -115,9 +115,9 @@ def chart(records: list[Record], baseline: str, path: Path) -> Path:
         ax.invert_yaxis()
         ax.set_xlabel(_UNIT[rs[0]["unit"]])
         ax.xaxis.set_major_formatter(plain)
-        ax.set_title(title, fontsize=9)
+        ax.xaxis.set_major_locator(MaxNLocator(4))
+        ax.set_title(title + _not_measured(rs), fontsize=9)
         ax.grid(axis="x", alpha=0.3)
-        missing_note(ax, rs)
     if threaded:
         ax = axes[0][-1]
         width = 0.8 / len(algorithms)
@@ -138,10 +138,11 @@ def chart(records: list[Record], baseline: str, path: Path) -> Path:
                        for _, c in threaded], fontsize=8)
         ax.set_ylabel(_UNIT["ops/s"])
         ax.yaxis.set_major_formatter(plain)
-        ax.set_title("threaded rounds (threads, write share)", fontsize=9)
+        ax.set_title("threaded rounds (threads, write share)"
+                     + _not_measured([r for _, c in threaded for r in c]), fontsize=9)
         ax.grid(axis="y", alpha=0.3)
-        ax.legend(fontsize=7)
-        missing_note(ax, [r for _, c in threaded for r in c])
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3,
+                  frameon=False)
     first = records[0]
     p = first["params"]
     fig.suptitle(f"{p['workload']} ({first['dialect']}): {p['subscriptions']:,} "
@@ -150,9 +151,15 @@ def chart(records: list[Record], baseline: str, path: Path) -> Path:
                  fontsize=9)
     fig.tight_layout()
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
     return Path(path)
+
+
+def _not_measured(rs: list[Record]) -> str:
+    """A second title line naming the cells of a panel that were not measured, if any."""
+    bad = sorted({f"{series_label(r['algorithm'])} {r['status']}" for r in rs if not ok(r)})
+    return f"\nnot measured: {'; '.join(bad)}" if bad else ""
 
 
 def _quartiles(rs: list[Record]) -> list[list[float]]:
