@@ -37,7 +37,10 @@ result caches warm):
   recorded. Each thread looks up its first topic before the round's barrier, untimed (a
   ``ReplicatedTrie`` makes its replica for the thread then, as a long-lived broker thread
   does once). paho's ``MQTTMatcher`` is not thread-safe: its cells above one thread are
-  recorded as skipped.
+  recorded as skipped. The workers read a matcher, and strings, that the main thread made,
+  as a broker's threads share one matcher: on free-threaded 3.13 that costs reads (see the
+  ``sharing`` experiment), so there the 1-thread cell can fall below the single-thread
+  throughput (CS-trie, mqtt-sensors: about 91k ops/s against 121k lookups/s).
 
 Before timing, each matcher's answers for the first :data:`ORACLE_TOPICS` topics (fewer for
 a file of more than 3,000 distinct patterns: :data:`ORACLE_BUDGET`) are compared with the
