@@ -15,18 +15,24 @@ It reproduces the experiments of *Fast Topic Matching* and *Breaking and Enterin
   several write shares, with ablations, event counters and a round-length sweep;
 - ``level_width``: one write and one lookup under 1 to 100,000 sibling inboxes;
 - ``primitives``: cost of the atomic and locking primitives the matchers are built on;
-- ``charts`` and ``summary``: figures and the target-ratio table, from result files only.
+- ``charts`` and ``summary``: figures and the target-ratio table, from result files only;
+- ``compare``: the matchers on *your* workload, a file of subscriptions and one of topics
+  (validated first; see :mod:`experiments.measure.compare` and the example workloads in
+  ``examples/``).
 
 Measuring needs only the standard library, ``cereggii`` and this package; pyperf, tqdm and
-paho-mqtt are used where installed, matplotlib only by ``charts``, and the pipeline's
-modules only by ``pipeline`` (``extras`` says which extra brings what; a command missing
-one says in one line which to install).
+paho-mqtt are used where installed, matplotlib only by ``charts`` and ``compare``'s chart,
+and the pipeline's modules only by ``pipeline`` (``extras`` says which extra brings what; a
+command missing one says in one line which to install).
 
 The folders follow the study's chain, workloads -> measurements -> result records ->
 figures and tables -> paper:
 
 =====================  ===============================================================
-``workloads``          the seeded workloads of ``methodology.md``
+``workloads``          the seeded workloads of ``methodology.md``, and the examples of
+                       ``compare``
+``compare_files``      ``compare``'s workload files: format, validation, examples
+``compare``            ``compare``'s run: files -> ``measure/compare`` -> ``report/compare``
 ``measure/``           one module per experiment (see :mod:`experiments.measure`)
 ``env``, ``records``   the run metadata every record carries and the result files;
                        reading them back

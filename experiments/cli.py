@@ -9,6 +9,8 @@ share the options ``--quick`` / ``--smoke`` / ``--full`` / ``--size``, ``--out``
 ``--threads``, ``--round-ops`` and ``--write-shares``; ``charts``, ``summary`` and ``paper``
 read result files only (``--from``) and write beside them; ``publish`` is the one command
 that changes tracked files (README table, ``paper/``), from publication-size runs only.
+``compare`` measures the matchers on a workload given as two files (see
+:mod:`experiments.measure.compare`).
 
 ``--python PATH`` re-runs the same command under another interpreter (``PATH -P -m
 experiments <the same arguments without --python>``), streaming its output, so that one
@@ -289,6 +291,11 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     from .pipeline.cli import add_parser as add_pipeline  # imports neither pyspark nor pyarrow
 
     add_pipeline(sub)
+    from .measure.compare import add_parser as add_compare
+
+    add_compare(sub, {"seed": _seed, "algorithms": _choices_list(ALGORITHMS), "ints": _int_list,
+                      "shares": _share_list, "positive": _positive_int, "python": _python,
+                      "out": _out_dir})
     return parser
 
 
@@ -465,6 +472,10 @@ def main(argv: list[str] | None = None) -> int:
             for path in run_charts(args.source, out, tuple(args.formats)):
                 print(f"wrote {path}")
             return 0
+        if args.command == "compare":
+            from .compare import run_compare
+
+            return run_compare(args, argv)
         if args.command == "pipeline":
             from .pipeline.cli import run as run_pipeline
 

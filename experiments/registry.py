@@ -191,11 +191,13 @@ def cache_hit_share(walked: int, lookups: int) -> float:
     return 1 - walked / lookups
 
 
-def populate(matcher: Any, patterns: Iterable[str], subscribers: Iterable[Hashable]) -> int:
+def populate(matcher: Any, patterns: Iterable[str], subscribers: Iterable[Hashable],
+             refused_patterns: list[str] | None = None) -> int:
     """Subscribe every (pattern, subscriber) pair; return how many the matcher refused.
 
     A refusal is :class:`ctrie.UnsupportedPatternError` (a pattern the algorithm cannot
-    represent); the caller records the count rather than dropping it.
+    represent); the caller records the count rather than dropping it. With
+    ``refused_patterns``, each refused pattern is also appended to it.
     """
     from ctrie import UnsupportedPatternError
 
@@ -206,4 +208,6 @@ def populate(matcher: Any, patterns: Iterable[str], subscribers: Iterable[Hashab
             sub(pattern, subscriber)
         except UnsupportedPatternError:
             refused += 1
+            if refused_patterns is not None:
+                refused_patterns.append(pattern)
     return refused

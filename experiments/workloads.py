@@ -16,6 +16,9 @@ __all__ = [
     "DENSE_LEVELS",
     "DENSE_WORDS",
     "DenseWorkload",
+    "EXAMPLES",
+    "EXAMPLE_SEED",
+    "ExampleWorkload",
     "LATENCY_PATTERN",
     "LATENCY_TOPIC",
     "SCALING_SUBSCRIBER",
@@ -25,6 +28,8 @@ __all__ = [
     "hot_population",
     "inbox",
     "lookup_pool",
+    "mqtt_sensors_example",
+    "nats_inbox_example",
     "rng",
     "scaling_items",
     "scaling_plan",
@@ -195,3 +200,126 @@ def scaling_plan(workload: str, worker: int, ops: int, seed: int) -> list[bool]:
         r = rng(seed, f"ninety-ten-{worker}")
         return [r.random() < 0.1 for _ in range(ops)]
     raise ValueError(f"unknown scaling workload {workload!r}")
+
+
+# --- example workloads of the ``compare`` command --------------------------------------------
+
+#: The seed the shipped example workloads (``examples/<name>/``) were generated with.
+EXAMPLE_SEED = 1
+_BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+NATS_SERVICES = ("orders", "payments", "inventory", "shipping", "users", "auth", "search",
+                 "pricing", "catalog", "notify", "billing", "reports")
+NATS_METHODS = ("get", "list", "create", "update", "delete")
+
+
+@dataclass(frozen=True)
+class ExampleWorkload:
+    """A broker's workload: (pattern, subscriber) pairs and the topics published, in order."""
+
+    subscriptions: list[tuple[str, str]]
+    topics: list[str]
+
+
+def _nuid(r: random.Random, n: int = 22) -> str:
+    """A NATS-style unique id: ``n`` base-62 characters."""
+    return "".join(r.choice(_BASE62) for _ in range(n))
+
+
+def nats_inbox_example(seed: int = EXAMPLE_SEED, subscriptions: int = 2000,
+                       topics: int = 5000) -> ExampleWorkload:
+    """NATS request/reply: service subjects and the clients' reply inboxes.
+
+    Subscriptions: each ``svc.<service>.<method>`` served by 3 workers, one auditor per
+    service on ``svc.<service>.>``, a read cache on ``svc.*.get``, a tracer on ``svc.>`` and
+    an inbox tap on ``_INBOX.>``; 300 clients each with the response multiplexer of current
+    NATS clients (``_INBOX.<nuid>.*``); the rest old-style one-request inboxes
+    (``_INBOX.<nuid>``, literal) of random clients. Topics: 40 % requests (services and
+    methods Zipf-weighted), 40 % replies to a multiplexed inbox (``_INBOX.<prefix>.<token>``),
+    15 % replies to an old-style inbox, 5 % subjects nobody serves (``metrics.<host>.cpu``
+    and replies to inboxes that timed out).
+    """
+    r = rng(seed, "example-nats-inbox")
+    subs: list[tuple[str, str]] = []
+    for s in NATS_SERVICES:
+        for m in NATS_METHODS:
+            subs.extend((f"svc.{s}.{m}", f"{s}-worker-{k}") for k in range(3))
+        subs.append((f"svc.{s}.>", f"{s}-audit"))
+    subs += [("svc.*.get", "read-cache"), ("svc.>", "tracer"), ("_INBOX.>", "inbox-tap")]
+    prefixes = [_nuid(r) for _ in range(300)]
+    subs.extend((f"_INBOX.{p}.*", f"client-{c}") for c, p in enumerate(prefixes))
+    singles = []
+    while len(subs) < subscriptions:
+        singles.append(_nuid(r))
+        subs.append((f"_INBOX.{singles[-1]}", f"client-{r.randrange(len(prefixes))}"))
+    weights = [1 / (i + 1) for i in range(len(NATS_SERVICES))]
+    out = []
+    for _ in range(topics):
+        x = r.random()
+        if x < 0.40:
+            service = r.choices(NATS_SERVICES, weights)[0]
+            out.append(f"svc.{service}.{r.choices(NATS_METHODS, (5, 4, 2, 2, 1))[0]}")
+        elif x < 0.80:
+            out.append(f"_INBOX.{r.choice(prefixes)}.{_nuid(r, 8)}")
+        elif x < 0.95:
+            out.append(f"_INBOX.{r.choice(singles)}" if singles else f"_INBOX.{_nuid(r)}")
+        elif x < 0.975:
+            out.append(f"metrics.host{r.randrange(40)}.cpu")
+        else:
+            out.append(f"_INBOX.{_nuid(r)}")
+    return ExampleWorkload(subs, out)
+
+
+def mqtt_sensors_example(seed: int = EXAMPLE_SEED, subscriptions: int = 2000,
+                         topics: int = 5000) -> ExampleWorkload:
+    """An MQTT sensor tree: ``site/<building>/<floor>/<device>/<telemetry|status|alarm|cmd>``.
+
+    6 buildings of 10 floors of 30 devices (``temp-``, ``hum-``, ``co2-`` or ``power-<n>``).
+    Subscriptions: an auditor on ``#``, an alarm desk on ``site/+/+/+/alarm``, a broker
+    monitor on ``$SYS/#`` and a watcher on ``+/broker/#`` (which matches no ``$SYS`` topic:
+    MQTT 4.7.2), per building a dashboard on ``site/<b>/+/+/telemetry`` and a building
+    management system on ``site/<b>/#``, per floor a panel on ``site/<b>/<f>/+/telemetry`` and
+    ``.../+/status``; a historian on each device's ``.../telemetry`` (literal) while there is
+    room, then devices' own ``.../cmd`` filters. Topics: 80 % telemetry, 10 % status, 3 %
+    alarms, 5 % commands, 2 % ``$SYS/broker/...``.
+    """
+    r = rng(seed, "example-mqtt-sensors")
+    kinds = ("temp", "hum", "co2", "power")
+    devices = [f"site/b{b:02d}/f{f:02d}/{kinds[d % 4]}-{d:03d}"
+               for b in range(1, 7) for f in range(10) for d in range(30)]
+    subs = [("#", "audit"), ("site/+/+/+/alarm", "alarm-desk"), ("$SYS/#", "broker-monitor"),
+            ("+/broker/#", "broker-watch")]
+    for b in range(1, 7):
+        subs += [(f"site/b{b:02d}/+/+/telemetry", f"dashboard-b{b:02d}"),
+                 (f"site/b{b:02d}/#", f"bms-b{b:02d}")]
+        for f in range(10):
+            panel = f"panel-b{b:02d}-f{f:02d}"
+            subs += [(f"site/b{b:02d}/f{f:02d}/+/telemetry", panel),
+                     (f"site/b{b:02d}/f{f:02d}/+/status", panel)]
+    order = r.sample(devices, len(devices))
+    for d in order[:max(0, subscriptions - len(subs))]:
+        subs.append((f"{d}/telemetry", "historian"))
+    for d in order[:max(0, subscriptions - len(subs))]:
+        subs.append((f"{d}/cmd", d[len("site/"):].replace("/", ":")))
+    subs = subs[:subscriptions]
+    sys_topics = ("$SYS/broker/load/messages/received", "$SYS/broker/clients/connected",
+                  "$SYS/broker/uptime")
+    out = []
+    for _ in range(topics):
+        x = r.random()
+        d = r.choice(devices)
+        if x < 0.80:
+            out.append(f"{d}/telemetry")
+        elif x < 0.90:
+            out.append(f"{d}/status")
+        elif x < 0.93:
+            out.append(f"{d}/alarm")
+        elif x < 0.98:
+            out.append(f"{d}/cmd")
+        else:
+            out.append(r.choice(sys_topics))
+    return ExampleWorkload(subs, out)
+
+
+#: The example workloads by name: (generator, dialect).
+EXAMPLES = {"nats-inbox": (nats_inbox_example, "nats"),
+            "mqtt-sensors": (mqtt_sensors_example, "mqtt")}

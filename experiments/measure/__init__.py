@@ -17,5 +17,6 @@
 ``ownership``      one thread's lookups on a matcher it built vs one another thread built
 ``starvation``     one reader's lookups beside one writer
 ``level_width``    one write and one lookup under 1 to 100,000 sibling inboxes
+``compare``        the matchers on a workload given as files (``compare`` command)
 =================  =====================================================================
 """

@@ -10,5 +10,6 @@
 ``tables_threads``    the paper's tables of the threaded experiments
 ``sharing``           the sharing experiment's tables, facts and many-core model
 ``paper``             ``paper/paper.template.md`` filled from the records
+``compare``           the ``compare`` command's terminal table and chart
 ====================  ==================================================================
 """
