@@ -31,20 +31,21 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from .argtypes import (FOUND_PYTHONS, choices_list, existing_dir, existing_file, int_list,
+                       out_dir, out_file, positive_int, python_arg, seed_arg, share_list)
 from .config import SIZES, Size
 from .env import PROJECT_ROOT, Run, default_results_root, estimate_seconds, paper_build_dir
 from .extras import missing
-from .preflight import dir_problem, file_problem, probe_python
+from .preflight import file_problem
 from .report.summary import README_BEGIN, README_END, update_readme
 from .registry import ALGORITHMS, DIALECTS
-from .rerun import child_env, reexec, report_run
+from .rerun import reexec, report_run
 
 __all__ = ["main"]
 
 MEASURES = ("latency", "throughput", "memory", "scaling", "lockfree", "contention",
             "sharing", "ownership", "starvation", "level_width", "primitives")
 #: What the ``--python`` check found, by path ("Python 3.13.5, free-threaded build, ...").
-_FOUND: dict[str, str] = {}
 
 DEFAULT_DIALECTS = ("nats", "mqtt")
 
@@ -67,113 +68,6 @@ _HELP = {
 }
 
 
-# --- argument types (each error names the rule) ----------------------------------------------
-
-
-def _seed(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}")
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {value}")
-    return value
-
-
-def _choices_list(allowed: tuple[str, ...]) -> Callable[[str], list[str]]:
-    def parse(text: str) -> list[str]:
-        items = [t.strip() for t in text.split(",") if t.strip()]
-        if not items:
-            raise argparse.ArgumentTypeError(
-                f"must be a comma-separated list of {', '.join(allowed)}; got an empty list")
-        bad = [t for t in items if t not in allowed]
-        if bad:
-            raise argparse.ArgumentTypeError(
-                f"unknown {', '.join(map(repr, bad))}; choose from {', '.join(allowed)}")
-        return list(dict.fromkeys(items))
-    return parse
-
-
-def _int_list(text: str) -> list[int]:
-    items = [t.strip() for t in text.split(",") if t.strip()]
-    try:
-        values = [int(t) for t in items]
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"must be a comma-separated list of positive integers, got {text!r}")
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError(
-            f"must be a comma-separated list of positive integers, got {text!r}")
-    return sorted(set(values))
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
-    return value
-
-
-def _share_list(text: str) -> list[float]:
-    items = [t.strip() for t in text.split(",") if t.strip()]
-    try:
-        values = [float(t) for t in items]
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"must be a comma-separated list of write shares between 0 and 1, got {text!r}")
-    if not values or any(not 0.0 <= v <= 1.0 for v in values):
-        raise argparse.ArgumentTypeError(
-            f"must be a comma-separated list of write shares between 0 and 1, got {text!r}")
-    return sorted(set(values))
-
-
-def _python(text: str) -> str:
-    """An interpreter that runs as a Python and imports this package (asked, not assumed:
-    ``/bin/true`` is an executable file too)."""
-    path = Path(text)
-    if not path.exists():
-        raise argparse.ArgumentTypeError(f"{text!r} does not exist (give a Python executable)")
-    if path.is_dir() or not os.access(path, os.X_OK):
-        raise argparse.ArgumentTypeError(f"{text!r} is not an executable file")
-    why, found = probe_python(text, child_env())
-    if why:
-        raise argparse.ArgumentTypeError(f"{text!r} {why}")
-    _FOUND[text] = found
-    return text
-
-
-def _existing_dir(text: str) -> Path:
-    path = Path(text)
-    if not path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text!r} is not a directory of results")
-    return path
-
-
-def _existing_file(text: str) -> Path:
-    if not Path(text).is_file():
-        raise argparse.ArgumentTypeError(f"{text!r} is not a file")
-    return Path(text)
-
-
-def _out_dir(text: str) -> Path:
-    """An output folder that exists and takes new files, or that can be created."""
-    why = dir_problem(text)
-    if why:
-        raise argparse.ArgumentTypeError(f"{text!r} {why}")
-    return Path(text)
-
-
-def _out_file(text: str) -> Path:
-    """An output file whose folder exists and takes new files, or can be created."""
-    why = file_problem(text)
-    if why:
-        raise argparse.ArgumentTypeError(f"{text!r} {why}")
-    return Path(text)
-
-
 # --- parser ---------------------------------------------------------------------------------
 
 
@@ -191,28 +85,28 @@ def _measure_options(p: argparse.ArgumentParser, latency_like: bool) -> None:
                       help="run size by name (default: quick; full is the publication size)")
     p.set_defaults(size="quick")
     # A str default goes through the type too: the default root is checked like a given one.
-    p.add_argument("--out", type=_out_dir, default=str(default_results_root()), metavar="DIR",
+    p.add_argument("--out", type=out_dir, default=str(default_results_root()), metavar="DIR",
                    help="results root; records go to DIR/<version>-<gil|ft>/ "
                         f"(default: {default_results_root()})")
-    p.add_argument("--python", type=_python, default=None, metavar="PATH",
+    p.add_argument("--python", type=python_arg, default=None, metavar="PATH",
                    help="run the measurement under the interpreter PATH instead "
                         "(e.g. .venv-ft/bin/python); output is streamed")
-    p.add_argument("--seed", type=_seed, default=1, metavar="N",
+    p.add_argument("--seed", type=seed_arg, default=1, metavar="N",
                    help="seed of every random workload (default: 1)")
-    p.add_argument("--algorithms", type=_choices_list(ALGORITHMS), default=list(ALGORITHMS),
+    p.add_argument("--algorithms", type=choices_list(ALGORITHMS), default=list(ALGORITHMS),
                    metavar="LIST", help=f"comma-separated subset of {', '.join(ALGORITHMS)} "
                                         "(default: all)")
-    p.add_argument("--dialects", type=_choices_list(DIALECTS), default=list(DEFAULT_DIALECTS),
+    p.add_argument("--dialects", type=choices_list(DIALECTS), default=list(DEFAULT_DIALECTS),
                    metavar="LIST",
                    help="dialect forms of the single-thread workloads, from "
                         f"{', '.join(DIALECTS)} (default: nats,mqtt; paho runs only on mqtt)")
-    p.add_argument("--threads", type=_int_list, default=None, metavar="LIST",
+    p.add_argument("--threads", type=int_list, default=None, metavar="LIST",
                    help="thread counts of the scaling and sharing experiments, e.g. 1,2,4,8,16 "
                         "(default: the size's; above the CPU count they oversubscribe)")
-    p.add_argument("--round-ops", type=_positive_int, default=None, metavar="N",
+    p.add_argument("--round-ops", type=positive_int, default=None, metavar="N",
                    help="operations per thread per round in scaling, contention and sharing "
                         "(default: the size's)")
-    p.add_argument("--write-shares", type=_share_list, default=None, metavar="LIST",
+    p.add_argument("--write-shares", type=share_list, default=None, metavar="LIST",
                    help="write shares of the sharing experiment, e.g. 0,0.01,0.1,0.5 "
                         "(default: the size's)")
     if latency_like:
@@ -223,7 +117,7 @@ def _measure_options(p: argparse.ArgumentParser, latency_like: bool) -> None:
 
 def _source_option(p: argparse.ArgumentParser) -> None:
     """``--from DIR``: the results root a reading command (charts, summary, paper) reads."""
-    p.add_argument("--from", dest="source", type=_existing_dir,
+    p.add_argument("--from", dest="source", type=existing_dir,
                    default=default_results_root(), metavar="DIR",
                    help=f"results root to read (default: {default_results_root()})")
 
@@ -252,10 +146,10 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
                        description="Draw every figure (PNG and SVG) from the records below "
                                    "--from; GIL and free-threaded builds side by side.")
     _source_option(p)
-    p.add_argument("--out", type=_out_dir, default=None, metavar="DIR",
+    p.add_argument("--out", type=out_dir, default=None, metavar="DIR",
                    help="where figures go (default: FROM/paper/figures; the committed "
                         "paper/figures change only through publish)")
-    p.add_argument("--formats", type=_choices_list(("png", "svg", "pdf")),
+    p.add_argument("--formats", type=choices_list(("png", "svg", "pdf")),
                    default=["png", "svg"], metavar="LIST",
                    help="comma-separated file formats (default: png,svg)")
     p = sub.add_parser("summary", help="print the target-ratio table from result files",
@@ -269,9 +163,9 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
                                          "The paper is built from a checkout of the "
                                          "repository: an installed package has no template.")
     _source_option(p_paper)
-    p_paper.add_argument("--template", type=_existing_file, default=None, metavar="FILE",
+    p_paper.add_argument("--template", type=existing_file, default=None, metavar="FILE",
                          help="the template (default: paper/paper.template.md of the checkout)")
-    p_paper.add_argument("--out", type=_out_file, default=None, metavar="FILE",
+    p_paper.add_argument("--out", type=out_file, default=None, metavar="FILE",
                          help="the paper to write (default: FROM/paper/paper.md, beside the "
                               "figures of charts; the committed paper/paper.md changes only "
                               "through publish)")
@@ -285,7 +179,7 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
                                    "table from the records under --from, after checking that "
                                    "every run they draw from is of publication size (full).")
     _source_option(p)
-    p.add_argument("--allow-size", dest="allow_sizes", type=_choices_list(tuple(SIZES)),
+    p.add_argument("--allow-size", dest="allow_sizes", type=choices_list(tuple(SIZES)),
                    default=["full"], metavar="LIST",
                    help="run sizes to accept (default: full)")
     from .pipeline.cli import add_parser as add_pipeline  # imports neither pyspark nor pyarrow
@@ -293,9 +187,7 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     add_pipeline(sub)
     from .measure.compare import add_parser as add_compare
 
-    add_compare(sub, {"seed": _seed, "algorithms": _choices_list(ALGORITHMS), "ints": _int_list,
-                      "shares": _share_list, "positive": _positive_int, "python": _python,
-                      "out": _out_dir})
+    add_compare(sub)
     return parser
 
 
@@ -460,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if getattr(args, "python", None):
-            return reexec(args.python, argv, _FOUND.get(args.python, "not checked"))
+            return reexec(args.python, argv, FOUND_PYTHONS.get(args.python, "not checked"))
         if args.command == "charts":
             problem = missing("charts", ("matplotlib",))
             if problem:

@@ -81,7 +81,7 @@ from __future__ import annotations
 import argparse
 import gc
 import textwrap
-from collections.abc import Callable, Hashable
+from collections.abc import Hashable
 from dataclasses import dataclass
 from itertools import cycle
 from time import perf_counter
@@ -90,6 +90,8 @@ from typing import TYPE_CHECKING, Any
 from ctrie import matches
 
 from .. import registry, workloads
+from ..argtypes import (choices_list, int_list, out_dir, positive_int, python_arg, seed_arg,
+                        share_list)
 from ..env import Run
 from ..progress import bar
 from .rounds import add_hit_share, store_cpu, timed_round
@@ -173,10 +175,9 @@ examples (in a checkout; --write-example writes the same bytes anywhere):
 """
 
 
-def add_parser(sub: Any, types: dict[str, Callable[[str], Any]]) -> argparse.ArgumentParser:
-    """Add ``compare`` to the harness's subcommands. ``types`` are the command line's
-    argument types by name (``seed``, ``algorithms``, ``ints``, ``shares``, ``positive``,
-    ``python``, ``out``), so that every command words its errors alike."""
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    """Add ``compare`` to the harness's subcommands, with the argument types every command
+    uses (:mod:`experiments.argtypes`), so that every command words its errors alike."""
     p = sub.add_parser(
         "compare", help="the matchers on your own subscriptions and topics files",
         description=textwrap.fill(
@@ -195,28 +196,28 @@ def add_parser(sub: Any, types: dict[str, Callable[[str], Any]]) -> argparse.Arg
                    help="the dialect of both files (default: nats)")
     p.add_argument("--name", default=None, help="the workload's name in records and table "
                    "(default: the folder of a subscriptions.txt, else the file's stem)")
-    p.add_argument("--algorithms", type=types["algorithms"], default=list(DEFAULT_ALGORITHMS),
+    p.add_argument("--algorithms", type=choices_list(registry.ALGORITHMS), default=list(DEFAULT_ALGORITHMS),
                    metavar="LIST", help=f"comma-separated, from {', '.join(registry.ALGORITHMS)}"
                    f" (default: {','.join(DEFAULT_ALGORITHMS)})")
     p.add_argument("--baseline", choices=registry.ALGORITHMS, default=DEFAULT_BASELINE,
                    metavar="NAME", help="the ratios' reference, measured even when not in "
                    f"--algorithms (default: {DEFAULT_BASELINE})")
-    p.add_argument("--threads", type=types["ints"], default=list(DEFAULT_THREADS),
+    p.add_argument("--threads", type=int_list, default=list(DEFAULT_THREADS),
                    metavar="LIST", help="thread counts of the threaded rounds (default: 1,2)")
-    p.add_argument("--write-shares", type=types["shares"], default=list(DEFAULT_WRITE_SHARES),
+    p.add_argument("--write-shares", type=share_list, default=list(DEFAULT_WRITE_SHARES),
                    metavar="LIST", help="write shares of the threaded rounds (default: 0,0.1)")
-    p.add_argument("--rounds", type=types["positive"], default=DEFAULT_ROUNDS, metavar="N",
+    p.add_argument("--rounds", type=positive_int, default=DEFAULT_ROUNDS, metavar="N",
                    help=f"rounds per cell, each on a fresh matcher (default: {DEFAULT_ROUNDS})")
-    p.add_argument("--ops", type=types["positive"], default=DEFAULT_OPS, metavar="N",
+    p.add_argument("--ops", type=positive_int, default=DEFAULT_OPS, metavar="N",
                    help=f"operations per thread per threaded round (default: {DEFAULT_OPS})")
-    p.add_argument("--out", type=types["out"], default=None, metavar="DIR",
+    p.add_argument("--out", type=out_dir, default=None, metavar="DIR",
                    help="results root; records go to DIR/<version>-<gil|ft>/ "
                         "(default: results/ of the checkout)")
     p.add_argument("--chart", default=None, metavar="FILE",
                    help="where the chart goes (default: beside the records)")
-    p.add_argument("--seed", type=types["seed"], default=workloads.EXAMPLE_SEED, metavar="N",
+    p.add_argument("--seed", type=seed_arg, default=workloads.EXAMPLE_SEED, metavar="N",
                    help="seed of the threaded plans and of --write-example (default: 1)")
-    p.add_argument("--python", type=types["python"], default=None, metavar="PATH",
+    p.add_argument("--python", type=python_arg, default=None, metavar="PATH",
                    help="run under the interpreter PATH instead (e.g. .venv-ft/bin/python)")
     p.add_argument("--write-example", nargs=2, metavar=("NAME", "DIR"), default=None,
                    help=f"write the example workload NAME ({', '.join(workloads.EXAMPLES)}) "

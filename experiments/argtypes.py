@@ -1,0 +1,123 @@
+"""The command line's argument types: each turns one option's text into a value or raises
+``argparse.ArgumentTypeError`` with a message that names the rule it broke (argparse prints
+it as a usage error, exit 2, before anything runs)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from .preflight import dir_problem, file_problem, probe_python
+from .rerun import child_env
+
+__all__ = ["FOUND_PYTHONS", "choices_list", "existing_dir", "existing_file", "int_list",
+           "out_dir", "out_file", "positive_int", "python_arg", "seed_arg", "share_list"]
+
+#: What the ``--python`` check found each interpreter to be (its version and GIL state).
+FOUND_PYTHONS: dict[str, str] = {}
+
+
+def seed_arg(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}")
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {value}")
+    return value
+
+
+def choices_list(allowed: tuple[str, ...]) -> Callable[[str], list[str]]:
+    def parse(text: str) -> list[str]:
+        items = [t.strip() for t in text.split(",") if t.strip()]
+        if not items:
+            raise argparse.ArgumentTypeError(
+                f"must be a comma-separated list of {', '.join(allowed)}; got an empty list")
+        bad = [t for t in items if t not in allowed]
+        if bad:
+            raise argparse.ArgumentTypeError(
+                f"unknown {', '.join(map(repr, bad))}; choose from {', '.join(allowed)}")
+        return list(dict.fromkeys(items))
+    return parse
+
+
+def int_list(text: str) -> list[int]:
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    try:
+        values = [int(t) for t in items]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"must be a comma-separated list of positive integers, got {text!r}")
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(
+            f"must be a comma-separated list of positive integers, got {text!r}")
+    return sorted(set(values))
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
+def share_list(text: str) -> list[float]:
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    try:
+        values = [float(t) for t in items]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"must be a comma-separated list of write shares between 0 and 1, got {text!r}")
+    if not values or any(not 0.0 <= v <= 1.0 for v in values):
+        raise argparse.ArgumentTypeError(
+            f"must be a comma-separated list of write shares between 0 and 1, got {text!r}")
+    return sorted(set(values))
+
+
+def python_arg(text: str) -> str:
+    """An interpreter that runs as a Python and imports this package (asked, not assumed:
+    ``/bin/true`` is an executable file too)."""
+    path = Path(text)
+    if not path.exists():
+        raise argparse.ArgumentTypeError(f"{text!r} does not exist (give a Python executable)")
+    if path.is_dir() or not os.access(path, os.X_OK):
+        raise argparse.ArgumentTypeError(f"{text!r} is not an executable file")
+    why, found = probe_python(text, child_env())
+    if why:
+        raise argparse.ArgumentTypeError(f"{text!r} {why}")
+    FOUND_PYTHONS[text] = found
+    return text
+
+
+def existing_dir(text: str) -> Path:
+    path = Path(text)
+    if not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a directory of results")
+    return path
+
+
+def existing_file(text: str) -> Path:
+    if not Path(text).is_file():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a file")
+    return Path(text)
+
+
+def out_dir(text: str) -> Path:
+    """An output folder that exists and takes new files, or that can be created."""
+    why = dir_problem(text)
+    if why:
+        raise argparse.ArgumentTypeError(f"{text!r} {why}")
+    return Path(text)
+
+
+def out_file(text: str) -> Path:
+    """An output file whose folder exists and takes new files, or can be created."""
+    why = file_problem(text)
+    if why:
+        raise argparse.ArgumentTypeError(f"{text!r} {why}")
+    return Path(text)
