@@ -273,8 +273,9 @@ def _measure(args: argparse.Namespace, argv: list[str]) -> int:
     status = _run_steps(run, [(name, steps[name]) for name in todo])
     if status:
         return status
-    print(f"total {time.monotonic() - started:.0f} s. Next: python -m experiments charts "
-          f"--from {root}; python -m experiments summary --from {root}")
+    prog = _prog()
+    print(f"total {time.monotonic() - started:.0f} s. Next: {prog} charts --from {root}; "
+          f"{prog} summary --from {root}; {prog} paper --from {root}")
     return 0
 
 
