@@ -90,9 +90,9 @@ class InvertedBitmapMatcher:
     """One subscription bitmap per topic of a topic space fixed at construction.
 
     ``topic_space`` is an iterable of topics (each validated as a topic of the dialect;
-    duplicates are ignored). Every valid pattern of the dialect is supported, including AMQP
-    ``#`` anywhere: a pattern covers the topics of the space that :func:`ctrie.matches` says
-    it matches. A pattern matching no topic of the space is still stored (and reported by
+    duplicates are ignored; in AMQP it may hold the empty key ``""``, of zero words). Every
+    valid pattern of the dialect is supported, including AMQP ``#`` anywhere: a pattern
+    covers the topics of the space that :func:`ctrie.matches` says it matches. A pattern matching no topic of the space is still stored (and reported by
     ``subscriptions`` and ``len``); it just never sets a bit. Looking up a valid topic that is
     not in the space returns ``frozenset()``.
 

@@ -21,7 +21,8 @@ literal child and collecting the ``fwc`` child wherever the many-level wildcard 
   ``next`` level. The walk explores states (level, words consumed); an ``fwc`` node records
   the smallest word index it has absorbed from, so every state is explored at most once and
   ``#.a.#.b.#`` against a long topic costs O(levels x words), not an exponential number of
-  splits.
+  splits. The empty key ``""`` (zero words) is a pattern too: its node is the root's child
+  of the word ``""``, which no other pattern can reach (an empty word is invalid).
 
 :class:`LockedTrie` implements the package's Matcher protocol and adds queue groups
 (:meth:`LockedTrie.match`) and NATS-style statistics (:meth:`LockedTrie.stats`).
@@ -36,6 +37,7 @@ from types import MappingProxyType
 from typing import NamedTuple, TypedDict
 
 from ctrie.topics import (
+    EMPTY_KEY_WORD,
     Dialect,
     DialectLike,
     pattern_validator,
@@ -272,7 +274,8 @@ class LockedTrie:
 
         Idempotent: a pair (or a membership) already stored is left alone. O(w).
         """
-        words = self._pattern_words(pattern)
+        # The AMQP empty key (zero words): the root's node of the reserved word (ctrie.topics).
+        words = self._pattern_words(pattern) or [EMPTY_KEY_WORD]
         require_hashable(subscriber)
         if queue is not None:
             _check_queue(queue)
@@ -324,7 +327,7 @@ class LockedTrie:
         Returns whether that pair (membership) was stored. Nodes and levels left empty are
         pruned. O(w).
         """
-        words = self._pattern_words(pattern)
+        words = self._pattern_words(pattern) or [EMPTY_KEY_WORD]  # the AMQP empty key
         require_hashable(subscriber)
         if queue is not None:
             _check_queue(queue)
@@ -768,6 +771,9 @@ def _walk_anywhere(root: Level, words: list[str]) -> list[Node]:
     ``fwc`` node was entered at, and a later entry only adds the indices below it, so the
     ranges are disjoint. Every level has one parent node, so every state is then pushed at
     most once: O(levels x (n + 1)) in all, whatever the number of ``#``.
+
+    The empty key (``words == []``) is also matched by the pattern ``""``, whose node is the
+    root's child of the reserved word :data:`ctrie.topics.EMPTY_KEY_WORD`.
     """
     n = len(words)
     hits: list[Node] = []
@@ -804,6 +810,10 @@ def _walk_anywhere(root: Level, words: list[str]) -> list[Node]:
                     hit(node)
                 if node.next is not None:
                     push((node.next, i))
+    if not n:
+        nodes = root.nodes
+        if EMPTY_KEY_WORD in nodes:
+            hit(nodes[EMPTY_KEY_WORD])
     return hits
 
 

@@ -53,7 +53,8 @@ class OptimizedBitmapMatcher:
     express: NATS ``>``, MQTT ``#`` (which also matches the parent level, ``a/#`` matches
     ``a``) and, in AMQP, ``#`` when every word after the first ``#`` is also ``#`` (a
     trailing run: ``a.*.#``, ``a.#.#``, and ``#`` or ``#.#`` alone, which match every
-    topic).
+    topic). The AMQP empty key ``""`` (zero words) is supported as a pattern and as a
+    topic: its bit is in every *null* row, and the lookup of ``""`` ANDs only those.
 
     Unsupported: ``subscribe`` raises :class:`ctrie.UnsupportedPatternError`, and stores
     nothing, for

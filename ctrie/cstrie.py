@@ -71,7 +71,8 @@ from .rdcss import rdcss_read_root, rdcss_root
 from .cache import CACHE_MAX_ENTRIES, CACHE_SWEEP_TO, ResultCache
 from .size import SizeCounter
 from .subsets import SUBS_FLAT, SubSet, as_frozenset, with_sub, without_sub
-from .topics import Dialect, DialectLike, pattern_validator, require_hashable, topic_validator
+from .topics import (EMPTY_KEY_WORD, Dialect, DialectLike, pattern_validator, require_hashable,
+                     topic_validator)
 
 __all__ = ["CSTrie"]
 
@@ -297,6 +298,12 @@ class CSTrie:
         return inode
 
     def _insert(self, root: INode, words: list[str], subscriber: Hashable) -> object:
+        if not words:
+            # The AMQP empty key (zero words) lives in the root's branch of the reserved
+            # word EMPTY_KEY_WORD, which no other pattern can reach (ctrie.topics). It is
+            # written like any one-word pattern: the same GCAS on the root's I-node, so the
+            # same linearization point and the same lock-freedom argument as every write.
+            words = _EMPTY_KEY_PATH
         startgen = root.gen
         single, multi = self._single, self._multi
         inode, parent, pword = root, None, None
@@ -435,6 +442,8 @@ class CSTrie:
         stack doing each level's clean-up, as the recursion's returns would: no depth limit.
         O(k) plus the C-node copies.
         """
+        if not words:
+            words = _EMPTY_KEY_PATH  # the AMQP empty key: see _insert
         single, multi = self._single, self._multi
         startgen = root.gen
         last = len(words) - 1
@@ -1113,7 +1122,11 @@ class CSTrie:
                     and list(map(_get, seen[::3])) != seen[1::3]):
                 if _count is not None:
                     _count("revalidate")
-                if not self._validate(seen, words):
+                # The empty key's walk used the root's branch of the reserved word too:
+                # validated as the word at index 0 of every record (at the root that is
+                # the branch it read; elsewhere an absent branch, which only makes the
+                # check stricter: a new walk, never a wrong answer).
+                if not self._validate(seen, words or _EMPTY_KEY_PATH):
                     continue
             if not hits:
                 return EMPTY
@@ -1229,6 +1242,18 @@ class CSTrie:
                 nfa = automaton(c.words, self._single, self._multi)
             if _tail_ok_amqp(nfa, words, starts, hash_from):
                 add(c.subs)
+        if not n:
+            # The empty key (zero words) is also matched by the pattern "", kept in the
+            # root's branch of the reserved word (see _insert): read from the root's C-node
+            # as this walk recorded it first (a split root: from its hash levels, each read
+            # recorded). :meth:`_lookup_amqp` validates that branch with the rest.
+            m = seen[1]
+            br = m.branches
+            b = br[EMPTY_KEY_WORD] if EMPTY_KEY_WORD in br else None  # not dict.get: ctrie/_ftdict.py
+            if b is None and m.kids is not None:
+                b = self._kid_branch(m, EMPTY_KEY_WORD, 0, seen)
+            if b is not None and b.subs:
+                add(b.subs)
 
     # --- whole-trie reads -------------------------------------------------------------------
 
@@ -1389,6 +1414,9 @@ class CSTrie:
 
 
 _get = AtomicRef.get
+#: The path of the AMQP empty key (zero words) in the trie: the root's branch of the reserved
+#: word (:data:`ctrie.topics.EMPTY_KEY_WORD`). Never mutated.
+_EMPTY_KEY_PATH = [EMPTY_KEY_WORD]
 #: Contraction folds a level into an S-node only while the S-node has fewer words than this:
 #: each fold copies the tail, so folding a private tail of d words level by level would cost
 #: O(d^2); past this length the levels stay I-nodes (found by review: 6 s at d = 16,000).

@@ -10,6 +10,13 @@ dialect   separator  one level  many levels
 ``MQTT``  ``/``      ``+``      ``#``: zero or more levels, last level only
 ========  =========  =========  ==============================================
 
+AMQP 0-9-1 makes a topic exchange's routing key "zero or more words": the empty key ``""`` is
+a valid AMQP pattern and topic with zero words (the validators return ``[]``). It is matched
+by the pattern ``""`` and by every pattern that can match zero words (``#``, ``#.#``), never
+by one that needs a word (``*``, ``*.#``, ``a.#``); the pattern ``""`` matches only ``""``, as
+RabbitMQ routes it. Empty *words* stay invalid (``a..b``, ``.a``), and NATS and MQTT reject
+``""``.
+
 :func:`validate_pattern` and :func:`validate_topic` split a string into its words and raise
 :class:`~ctrie.errors.InvalidTopicError` naming the string and the rule it breaks.
 :func:`matches` is the plain reference matcher that every matcher of the package is tested
@@ -28,6 +35,7 @@ from typing import Union
 from .errors import InvalidTopicError
 
 __all__ = [
+    "EMPTY_KEY_WORD",
     "Dialect",
     "DialectLike",
     "validate_pattern",
@@ -84,6 +92,11 @@ for _d, _syntax in {
 }.items():
     (_d.separator, _d.single, _d.multi, _d.multi_min, _d.multi_last_only) = _syntax
 del _d, _syntax
+
+#: Where the tries keep the subscribers of the AMQP empty key (the pattern ``""``, zero words):
+#: the branch of this word at their root. An empty word is invalid everywhere else in an AMQP
+#: key, so no other pattern can reach that branch, and no topic word can look it up.
+EMPTY_KEY_WORD = ""
 
 # ``\s`` on a str pattern is exactly the set of characters for which ``str.isspace()`` holds.
 _WHITESPACE = re.compile(r"\s")
@@ -169,9 +182,9 @@ def _nats_topic(topic: str) -> list[str]:
 
 def _amqp_pattern(pattern: str) -> list[str]:
     _str_or_type_error(pattern, "pattern")
-    words = pattern.split(".")
     if not pattern:
-        raise InvalidTopicError(pattern, "pattern", "amqp", R_NOT_EMPTY)
+        return []  # the empty key: zero words (AMQP 0-9-1, see EMPTY_KEY_WORD)
+    words = pattern.split(".")
     if "" in words:
         raise InvalidTopicError(pattern, "pattern", "amqp", R_EMPTY_WORD)
     return words
@@ -183,9 +196,9 @@ def _amqp_topic(topic: str) -> list[str]:
         if "" not in words:
             return words
     _str_or_type_error(topic, "topic")
-    words = topic.split(".")
     if not topic:
-        raise InvalidTopicError(topic, "topic", "amqp", R_NOT_EMPTY)
+        return []  # the empty key: zero words; off the hot path above ("" has an empty word)
+    words = topic.split(".")
     if "" in words:
         raise InvalidTopicError(topic, "topic", "amqp", R_EMPTY_WORD)
     if "*" in words or "#" in words:
@@ -240,7 +253,8 @@ def topic_validator(dialect: DialectLike) -> Callable[[str], list[str]]:
 
 
 def validate_pattern(pattern: str, dialect: DialectLike = Dialect.NATS) -> list[str]:
-    """Check a subscription pattern (an MQTT *filter*) and return its words, in order.
+    """Check a subscription pattern (an MQTT *filter*) and return its words, in order
+    (``[]`` for the AMQP empty key ``""``).
 
     Raises ``TypeError`` if ``pattern`` is not a ``str`` and
     :class:`~ctrie.errors.InvalidTopicError` naming the pattern and the broken rule
@@ -250,7 +264,8 @@ def validate_pattern(pattern: str, dialect: DialectLike = Dialect.NATS) -> list[
 
 
 def validate_topic(topic: str, dialect: DialectLike = Dialect.NATS) -> list[str]:
-    """Check a published topic (a literal: no wildcards) and return its words, in order.
+    """Check a published topic (a literal: no wildcards) and return its words, in order
+    (``[]`` for the AMQP empty key ``""``).
 
     Raises ``TypeError`` if ``topic`` is not a ``str`` and
     :class:`~ctrie.errors.InvalidTopicError` naming the topic and the broken rule

@@ -300,3 +300,56 @@ def test_documented_limits(spec, dialect, figures):
         assert m.lookup(three) == frozenset()  # longer than max_words
     assert len(m) == 2
     figures.add(f"documented-limit checks {spec.name}", 1)
+
+
+# --- the AMQP empty key ---------------------------------------------------------------------
+
+# AMQP 0-9-1: a routing key is "zero or more words". RabbitMQ routes a message published with
+# the key "" to a '#' binding and to a '' binding; '#' matches zero or more words, so 'a.#'
+# matches 'a' but not "" (its 'a' needs a word), and '*' needs one.
+EMPTY_KEY_MATCHED = ["", "#", "#.#"]
+EMPTY_KEY_UNMATCHED = ["*", "*.#", "#.*", "a.#", "#.a", "a", "#c"]
+
+
+@over_registry
+def test_amqp_empty_key(spec, figures):
+    """The empty key as a pattern and as a topic: matched exactly by the patterns that can
+    match zero words, reported by subscriptions() and counted by len(), removable; the
+    pattern '' matches nothing else."""
+    topics = ["", "a", "a.b", "#c"]
+    subject = build(spec, Dialect.AMQP, topics, MAX_WORDS)
+    m = subject.matcher
+    model: dict[str, set] = {}
+    for k, p in enumerate(EMPTY_KEY_MATCHED + EMPTY_KEY_UNMATCHED):
+        subject.subscribe(model, p, k)
+    assert m.lookup("") == frozenset(range(len(EMPTY_KEY_MATCHED))), f"{subject}"
+    subject.check_state(model)
+    assert "" in m.subscriptions(), f"{subject}: subscriptions() lost the empty key"
+    for t in topics:
+        subject.check_lookup(model, t)
+    subject.subscribe(model, "", "second")
+    subject.subscribe(model, "", "second")  # idempotent
+    assert m.lookup("") == frozenset({0, 1, 2, "second"})
+    assert subject.unsubscribe(model, "", 0) is True
+    assert subject.unsubscribe(model, "", 0) is False
+    for t in topics:
+        subject.check_lookup(model, t)
+    subject.check_state(model)
+    assert subject.unsubscribe(model, "", "second") is True
+    assert "" not in m.subscriptions()
+    subject.check_state(model)
+    assert m.lookup("") == frozenset({1, 2})
+    if hasattr(m, "check"):
+        m.check()
+    figures.add(f"empty key checks {spec.name}", 1)
+
+
+@over_registry
+@pytest.mark.parametrize("dialect", [Dialect.NATS, Dialect.MQTT], ids=lambda d: d.value)
+def test_empty_string_stays_invalid_outside_amqp(spec, dialect):
+    subject = build(spec, dialect, ["a"], MAX_WORDS)
+    m = subject.matcher
+    for call in (lambda: m.subscribe("", 1), lambda: m.unsubscribe("", 1), lambda: m.lookup("")):
+        with pytest.raises(InvalidTopicError):
+            call()
+    assert len(m) == 0 and m.subscriptions() == {}

@@ -20,7 +20,7 @@ from functools import cache
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from strategies import DIALECTS, LITERALS, SYNTAX, fuzz_text, patterns, topics
+from strategies import DIALECTS, LITERALS, SYNTAX, fuzz_text, patterns, topics, words_of
 
 import ctrie
 from ctrie import (
@@ -259,8 +259,8 @@ AMQP_VALIDATION = [
     ("$SYS.#", OK, LITERAL),
     ("*.a.#.b.*", OK, LITERAL),
     ("#.#.a", OK, LITERAL),
-    # the empty string (this package requires at least one word)
-    ("", EMPTY, EMPTY),
+    # the empty key: zero words, valid (AMQP 0-9-1: a routing key is "zero or more words")
+    ("", OK, OK),
     # empty words
     (".", EMPTY_WORD, EMPTY_WORD),
     ("..", EMPTY_WORD, EMPTY_WORD),
@@ -395,7 +395,7 @@ VALIDATION = {NATS: NATS_VALIDATION, AMQP: AMQP_VALIDATION, MQTT: MQTT_VALIDATIO
 # The rules of api.md per dialect: each must have at least one single-rule case.
 RULES = {
     NATS: {OK, EMPTY, EMPTY_WORD, WS, MULTI_LAST, LITERAL},
-    AMQP: {OK, EMPTY, EMPTY_WORD, LITERAL},
+    AMQP: {OK, EMPTY_WORD, LITERAL},
     MQTT: {OK, EMPTY, LITERAL, WHOLE, MULTI_LAST, NUL},
 }
 MIN_VALIDATION_CASES = 150
@@ -422,11 +422,10 @@ def test_validation_tables_are_large_enough(figures):
 
 
 def _check_one(validate, s: str, dialect: Dialect, kind: str, verdict: str) -> None:
-    sep = SYNTAX[dialect].sep
     for dialect_arg in (dialect, dialect.value):  # a member or its name
         if verdict == OK:
             words = validate(s, dialect_arg)
-            assert list(words) == s.split(sep), f"{kind} {s!r}: returned {words!r}"
+            assert list(words) == words_of(s, dialect), f"{kind} {s!r}: returned {words!r}"
             continue
         with pytest.raises(InvalidTopicError) as info:
             validate(s, dialect_arg)
@@ -561,6 +560,20 @@ AMQP_MATCHES = [
     ("*a", "ba", F),
     (">", ">", T),  # '>' is literal in AMQP
     ("a.>", "a.b", F),
+    # the empty key: zero words, matched by '' and by the patterns that can match zero words
+    ("", "", T),
+    ("#", "", T),
+    ("#.#", "", T),
+    ("#.#.#", "", T),
+    ("*", "", F),
+    ("*.#", "", F),
+    ("#.*", "", F),
+    ("a.#", "", F),  # '#' may take zero words, but 'a' needs one ('a.#' matches 'a')
+    ("#.a", "", F),
+    ("a", "", F),
+    ("", "a", F),  # '' matches only ''
+    ("", "a.b", F),
+    ("", "#c", F),
 ]
 
 MQTT_MATCHES = [
@@ -718,8 +731,9 @@ _M_LEVEL = r"(?:[^/+#\x00]*|\+)"
 GRAMMAR = {
     (NATS, "pattern"): re.compile(rf"(?:{_N_TOKEN_NOT_GT}\.)*(?:{_N_TOKEN_NOT_GT}|>)"),
     (NATS, "topic"): re.compile(rf"{_N_LITERAL}(?:\.{_N_LITERAL})*"),
-    (AMQP, "pattern"): re.compile(r"[^.]+(?:\.[^.]+)*"),
-    (AMQP, "topic"): re.compile(rf"{_A_LITERAL}(?:\.{_A_LITERAL})*"),
+    # the empty key: zero words
+    (AMQP, "pattern"): re.compile(r"(?:[^.]+(?:\.[^.]+)*)?"),
+    (AMQP, "topic"): re.compile(rf"(?:{_A_LITERAL}(?:\.{_A_LITERAL})*)?"),
     (MQTT, "pattern"): re.compile(rf"(?=[\s\S])(?:{_M_LEVEL}/)*(?:{_M_LEVEL}|#)"),
     (MQTT, "topic"): re.compile(r"[^+#\x00]+"),
 }
@@ -772,7 +786,7 @@ def test_validators_fuzz(dialect, figures):
                 assert repr(s) in str(exc), f"{kind} {s!r}: message {str(exc)!r}"
                 valid = False
             else:
-                assert list(words) == s.split(SYNTAX[dialect].sep)
+                assert list(words) == words_of(s, dialect)
                 valid = True
             assert valid is grammar_accepts(s, dialect, kind), (
                 f"{dialect.value} {kind} {s!r}: validator says {'valid' if valid else 'invalid'}"
@@ -788,8 +802,8 @@ def test_validators_fuzz(dialect, figures):
 def brute_matches(pattern: str, topic: str, dialect: Dialect) -> bool:
     """Recursive matcher over (pattern word i, topic word j); inputs must be valid."""
     s = SYNTAX[dialect]
-    p = pattern.split(s.sep)
-    t = topic.split(s.sep)
+    p = words_of(pattern, dialect)
+    t = words_of(topic, dialect)
     if dialect is MQTT and t[0][:1] == "$" and p[0] in (s.single, s.multi):
         return False
 
@@ -830,14 +844,15 @@ def test_matches_exhaustive_small(dialect, figures):
     """Every pattern and topic of up to 3 words over the alphabet, against the brute force."""
     s = SYNTAX[dialect]
     symbols = (*LITERALS[dialect], s.single, s.multi)
-    all_patterns = []
+    all_patterns = [""] if dialect is AMQP else []  # the empty key
     for n in range(1, 4):
         for ws in itertools.product(symbols, repeat=n):
             if s.multi_last_only and s.multi in ws[:-1]:
                 continue
             if "".join(ws) or n > 1:
                 all_patterns.append(s.sep.join(ws))
-    all_topics_ = [
+    all_topics_ = [""] if dialect is AMQP else []
+    all_topics_ += [
         s.sep.join(ws)
         for n in range(1, 4)
         for ws in itertools.product(LITERALS[dialect], repeat=n)
