@@ -16,6 +16,7 @@ import threading
 from collections.abc import Hashable, Iterable
 from heapq import heappop, heappush
 
+from ctrie.errors import abbreviate
 from ctrie.topics import Dialect, DialectLike, pattern_validator, require_hashable, topic_validator
 
 from .naive import compile_pattern
@@ -129,7 +130,8 @@ class InvertedBitmapMatcher:
         self.dialect = Dialect.coerce(dialect)
         if isinstance(topic_space, str):
             raise TypeError(
-                f"topic_space must be an iterable of topics, not a single str: {topic_space!r}"
+                "topic_space must be an iterable of topics, not a single str: "
+                f"{abbreviate(topic_space)}"
             )
         self._lock = threading.Lock()
         self._check_pattern = pattern_validator(self.dialect)

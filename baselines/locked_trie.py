@@ -36,6 +36,7 @@ from functools import partial
 from types import MappingProxyType
 from typing import NamedTuple, TypedDict
 
+from ctrie.errors import abbreviate
 from ctrie.topics import (
     EMPTY_KEY_WORD,
     Dialect,
@@ -599,7 +600,8 @@ def _require(condition: bool, message: str) -> None:
 
 def _check_queue(queue: object) -> None:
     if not isinstance(queue, str):
-        raise TypeError(f"queue must be None or a str, not {type(queue).__name__}: {queue!r}")
+        raise TypeError(f"queue must be None or a str, not {type(queue).__name__}: "
+                        f"{abbreviate(queue)}")
     if not queue:
         raise ValueError("queue must be None or a non-empty str, not ''")
 

@@ -21,7 +21,7 @@ from collections.abc import Hashable
 from operator import index
 from typing import NamedTuple
 
-from ctrie.errors import UnsupportedPatternError
+from ctrie.errors import UnsupportedPatternError, abbreviate
 from ctrie.topics import Dialect, DialectLike, pattern_validator, require_hashable, topic_validator
 
 from .inverted_bitmap import release_number, subscribers_of, take_number
@@ -145,9 +145,9 @@ class OptimizedBitmapMatcher:
                 if w != multi:
                     raise UnsupportedPatternError(
                         f"OptimizedBitmapMatcher cannot represent {d.value} pattern "
-                        f"{pattern!r}: '{multi}' is supported only in a trailing run of "
-                        f"'{multi}' words (as in 'a.*.#'); after a '{multi}' followed by "
-                        f"another word, the later words have no fixed position"
+                        f"{abbreviate(pattern)}: '{multi}' is supported only in a trailing "
+                        f"run of '{multi}' words (as in 'a.*.#'); after a '{multi}' followed "
+                        f"by another word, the later words have no fixed position"
                     )
             prefix = words[:first]
             min_words = first + d.multi_min
@@ -162,8 +162,8 @@ class OptimizedBitmapMatcher:
         if min_words > size:
             raise UnsupportedPatternError(
                 f"OptimizedBitmapMatcher(max_words={size}) cannot store {d.value} pattern "
-                f"{pattern!r}: it needs topics of at least {min_words} words, longer than "
-                f"any topic this matcher can match, so it could never match"
+                f"{abbreviate(pattern)}: it needs topics of at least {min_words} words, longer "
+                f"than any topic this matcher can match, so it could never match"
             )
         literals = tuple((i, w) for i, w in enumerate(prefix) if w != single)
         wild_first = self._dollar_rule and words[0] in (single, multi)

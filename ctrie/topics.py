@@ -30,9 +30,9 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Callable
-from typing import Union
+from typing import Optional, Union
 
-from .errors import InvalidTopicError
+from .errors import InvalidTopicError, abbreviate
 
 __all__ = [
     "EMPTY_KEY_WORD",
@@ -77,7 +77,7 @@ class Dialect(enum.Enum):
             except ValueError:
                 pass
             raise ValueError(
-                f"unknown dialect {value!r}: expected one of "
+                f"unknown dialect {abbreviate(value)}: expected one of "
                 + ", ".join(repr(d.value) for d in cls)
             )
         raise TypeError(f"dialect must be a Dialect or its name, not {type(value).__name__}")
@@ -117,7 +117,29 @@ R_MQTT_TOPIC_WILDCARD = "a topic name must not contain '+' or '#'"
 
 def _str_or_type_error(value: object, kind: str) -> None:
     if not isinstance(value, str):
-        raise TypeError(f"{kind} must be a str, not {type(value).__name__}: {value!r}")
+        raise TypeError(f"{kind} must be a str, not {type(value).__name__}: {abbreviate(value)}")
+
+
+# Errors (off every hot path): where the rule broke, as a character index into the string and
+# the index of the word it is in, so that a message about a long string can point there.
+
+
+def _invalid(value: str, kind: str, dialect: str, rule: str, at: Optional[int] = None,
+             sep: str = ".") -> InvalidTopicError:
+    """The error for ``value`` breaking ``rule`` at character index ``at`` (None: at no
+    one place); the word index is counted here. O(len(value))."""
+    word = None if at is None else value.count(sep, 0, at)
+    return InvalidTopicError(value, kind, dialect, rule, at, word)
+
+
+def _offset(words: list[str], i: int) -> int:
+    """The character index where word ``i`` starts (one-character separators)."""
+    return sum(map(len, words[:i])) + i
+
+
+def _first_of(words: list[str], *bad: str) -> int:
+    """The character index of the first word that is one of ``bad`` (one must be there)."""
+    return _offset(words, min(words.index(b) for b in bad if b in words))
 
 
 def require_hashable(subscriber: object) -> None:
@@ -126,11 +148,18 @@ def require_hashable(subscriber: object) -> None:
         hash(subscriber)
     except TypeError:
         raise TypeError(
-            f"subscriber must be hashable, not {type(subscriber).__name__}: {subscriber!r}"
+            f"subscriber must be hashable, not {type(subscriber).__name__}: "
+            f"{abbreviate(subscriber)}"
         ) from None
 
 
 # --- NATS -----------------------------------------------------------------------------------
+
+
+def _whitespace_at(s: str) -> int:
+    """The index of the first whitespace character of ``s`` (-1 if none)."""
+    m = _WHITESPACE.search(s)
+    return -1 if m is None else m.start()
 
 
 def _has_whitespace(s: str) -> bool:
@@ -146,11 +175,11 @@ def _nats_pattern(pattern: str) -> list[str]:
     if not pattern:
         raise InvalidTopicError(pattern, "pattern", "nats", R_NOT_EMPTY)
     if "" in words:
-        raise InvalidTopicError(pattern, "pattern", "nats", R_EMPTY_TOKEN)
+        raise _invalid(pattern, "pattern", "nats", R_EMPTY_TOKEN, _first_of(words, ""))
     if _has_whitespace(pattern):
-        raise InvalidTopicError(pattern, "pattern", "nats", R_WHITESPACE)
+        raise _invalid(pattern, "pattern", "nats", R_WHITESPACE, _whitespace_at(pattern))
     if ">" in words and words.index(">") != len(words) - 1:
-        raise InvalidTopicError(pattern, "pattern", "nats", R_NATS_FWC_LAST)
+        raise _invalid(pattern, "pattern", "nats", R_NATS_FWC_LAST, _first_of(words, ">"))
     return words
 
 
@@ -169,11 +198,11 @@ def _nats_topic(topic: str) -> list[str]:
     if not topic:
         raise InvalidTopicError(topic, "topic", "nats", R_NOT_EMPTY)
     if "" in words:
-        raise InvalidTopicError(topic, "topic", "nats", R_EMPTY_TOKEN)
+        raise _invalid(topic, "topic", "nats", R_EMPTY_TOKEN, _first_of(words, ""))
     if _has_whitespace(topic):
-        raise InvalidTopicError(topic, "topic", "nats", R_WHITESPACE)
+        raise _invalid(topic, "topic", "nats", R_WHITESPACE, _whitespace_at(topic))
     if "*" in words or ">" in words:
-        raise InvalidTopicError(topic, "topic", "nats", R_LITERAL_NATS)
+        raise _invalid(topic, "topic", "nats", R_LITERAL_NATS, _first_of(words, "*", ">"))
     return words
 
 
@@ -186,7 +215,7 @@ def _amqp_pattern(pattern: str) -> list[str]:
         return []  # the empty key: zero words (AMQP 0-9-1, see EMPTY_KEY_WORD)
     words = pattern.split(".")
     if "" in words:
-        raise InvalidTopicError(pattern, "pattern", "amqp", R_EMPTY_WORD)
+        raise _invalid(pattern, "pattern", "amqp", R_EMPTY_WORD, _first_of(words, ""))
     return words
 
 
@@ -200,13 +229,18 @@ def _amqp_topic(topic: str) -> list[str]:
         return []  # the empty key: zero words; off the hot path above ("" has an empty word)
     words = topic.split(".")
     if "" in words:
-        raise InvalidTopicError(topic, "topic", "amqp", R_EMPTY_WORD)
+        raise _invalid(topic, "topic", "amqp", R_EMPTY_WORD, _first_of(words, ""))
     if "*" in words or "#" in words:
-        raise InvalidTopicError(topic, "topic", "amqp", R_LITERAL_AMQP)
+        raise _invalid(topic, "topic", "amqp", R_LITERAL_AMQP, _first_of(words, "*", "#"))
     return words
 
 
 # --- MQTT -----------------------------------------------------------------------------------
+
+
+def _wildcard_at(s: str) -> int:
+    """The index of the first '+' or '#' in ``s`` (there must be one)."""
+    return min(i for i in (s.find("+"), s.find("#")) if i >= 0)
 
 
 def _mqtt_pattern(pattern: str) -> list[str]:
@@ -214,16 +248,18 @@ def _mqtt_pattern(pattern: str) -> list[str]:
     if not pattern:
         raise InvalidTopicError(pattern, "pattern", "mqtt", "must be at least one character")
     if "\x00" in pattern:
-        raise InvalidTopicError(pattern, "pattern", "mqtt", R_MQTT_NUL)
+        raise _invalid(pattern, "pattern", "mqtt", R_MQTT_NUL, pattern.index("\x00"), "/")
     words = pattern.split("/")
     if "+" in pattern or "#" in pattern:
         last = len(words) - 1
         for i, level in enumerate(words):
             if level == "#":
                 if i != last:
-                    raise InvalidTopicError(pattern, "pattern", "mqtt", R_MQTT_HASH_LAST)
+                    raise _invalid(pattern, "pattern", "mqtt", R_MQTT_HASH_LAST,
+                                   _offset(words, i), "/")
             elif level != "+" and ("+" in level or "#" in level):
-                raise InvalidTopicError(pattern, "pattern", "mqtt", R_MQTT_WHOLE_LEVEL)
+                raise _invalid(pattern, "pattern", "mqtt", R_MQTT_WHOLE_LEVEL,
+                               _offset(words, i) + _wildcard_at(level), "/")
     return words
 
 
@@ -232,9 +268,9 @@ def _mqtt_topic(topic: str) -> list[str]:
     if not topic:
         raise InvalidTopicError(topic, "topic", "mqtt", "must be at least one character")
     if "+" in topic or "#" in topic:
-        raise InvalidTopicError(topic, "topic", "mqtt", R_MQTT_TOPIC_WILDCARD)
+        raise _invalid(topic, "topic", "mqtt", R_MQTT_TOPIC_WILDCARD, _wildcard_at(topic), "/")
     if "\x00" in topic:
-        raise InvalidTopicError(topic, "topic", "mqtt", R_MQTT_NUL)
+        raise _invalid(topic, "topic", "mqtt", R_MQTT_NUL, topic.index("\x00"), "/")
     return topic.split("/")
 
 

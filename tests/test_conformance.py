@@ -353,3 +353,72 @@ def test_empty_string_stays_invalid_outside_amqp(spec, dialect):
         with pytest.raises(InvalidTopicError):
             call()
     assert len(m) == 0 and m.subscriptions() == {}
+
+
+# --- long bad input: abbreviated messages ---------------------------------------------------
+
+MESSAGE_MAX = 1_000
+
+
+def _long_bad_input(dialect: Dialect) -> list[tuple[str, str, int, int, tuple[str, ...]]]:
+    """(kind, string, character index, word index, words the message must use for the rule)
+    of a 10,000-level pattern and a 1 MB topic that break a rule near their end."""
+    s = SYNTAX[dialect]
+    sep = s.sep
+    deep = sep.join(["w"] * 5_000)
+    pattern_cases = {
+        Dialect.NATS: (sep.join([deep, ">", deep[:-2]]), ("last",)),  # '>' then 4,999 words
+        Dialect.AMQP: (deep + sep + sep + deep[:-2], ("empty",)),  # an empty word
+        Dialect.MQTT: (sep.join([deep, "#", deep[:-2]]), ("last",)),
+    }
+    pattern, pattern_rule = pattern_cases[dialect]
+    mega = sep.join(["w"] * 500_000)  # 999,999 characters
+    topic_cases = {
+        Dialect.NATS: (mega + sep + "*", ("literal", "wildcard", "'*'")),
+        Dialect.AMQP: (mega + sep + "#", ("literal", "wildcard", "'#'")),
+        Dialect.MQTT: (mega + sep + "+", ("'+'", "wildcard")),
+    }
+    topic, topic_rule = topic_cases[dialect]
+    # Each breaks its rule right after the 5,000 (500,000) words of ``deep`` (``mega``).
+    return [("pattern", pattern, len(deep) + 1, 5_000, pattern_rule),
+            ("topic", topic, len(mega) + 1, 500_000, topic_rule)]
+
+
+@over_registry
+@over_dialects
+def test_long_bad_input_gives_a_short_message(spec, dialect, figures):
+    """A 10,000-level pattern and a 1 MB topic that break a rule near their end: every
+    matcher's error names the rule, the string's start and length, and where it broke
+    (character and word index, with the characters around it), in at most about 1,000
+    characters, and changes nothing."""
+    subject, model, _ = _populated(spec, dialect, seed_for("long bad input", spec.name, dialect))
+    m = subject.matcher
+    for kind, s, at, word, rule_words in _long_bad_input(dialect):
+        calls = ([lambda: m.subscribe(s, "x"), lambda: m.unsubscribe(s, "x")]
+                 if kind == "pattern" else [lambda: m.lookup(s)])
+        for call in calls:
+            with pytest.raises(InvalidTopicError) as info:
+                call()
+            msg = str(info.value)
+            ctx = f"{subject} {kind} of {len(s):,} characters: {msg!r}"
+            assert len(msg) <= MESSAGE_MAX, ctx
+            assert f"{len(s):,} characters" in msg, ctx
+            assert repr(s[:40])[:-1] in msg, ctx  # its start
+            assert f"character index {at:,}" in msg and f"word index {word:,}" in msg, ctx
+            assert any(w in msg.lower() for w in rule_words), ctx
+            assert repr(s[at - 5:at + 1])[1:-1] in msg, ctx  # the characters up to the break
+            assert info.value.value is s and info.value.position == at, ctx
+            subject.check_state(model, ctx)
+        figures.add(f"long bad input messages {spec.name}", len(calls))
+
+
+@over_registry
+def test_long_non_str_and_unhashable_input_gives_a_short_message(spec):
+    m = build(spec, Dialect.NATS, ["a"], MAX_WORDS).matcher
+    big = [b"x" * 1_000_000, list(range(1_000_000))]
+    for call in (lambda: m.subscribe(big[0], "s"), lambda: m.lookup(big[0]),
+                 lambda: m.subscribe("a", big[1])):
+        with pytest.raises(TypeError) as info:
+            call()
+        assert len(str(info.value)) <= MESSAGE_MAX, str(info.value)[:2_000]
+    assert len(m) == 0

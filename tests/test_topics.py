@@ -715,6 +715,29 @@ def test_matches_validates_both_arguments(dialect):
                 matches(SYNTAX[dialect].multi, s, dialect)
 
 
+@pytest.mark.parametrize("dialect", DIALECTS, ids=lambda d: d.value)
+def test_long_invalid_strings_give_short_messages(dialect):
+    """The validators and the reference quote a long string by its start, its length and
+    the characters around the place it broke the rule, in at most about 1,000 characters,
+    however many of them need escapes; the exception keeps the whole string."""
+    s = SYNTAX[dialect]
+    # 100,000 characters whose repr takes 10 each, then a one-level wildcard in a topic.
+    odd = "\U000e0001" * 100_000
+    topic = odd + s.sep + s.single
+    for call in (lambda: validate_topic(topic, dialect), lambda: matches("a", topic, dialect)):
+        with pytest.raises(InvalidTopicError) as info:
+            call()
+        msg = str(info.value)
+        assert len(msg) <= 1_000, (len(msg), msg[:300])
+        assert "100,002 characters" in msg and "character index 100,001" in msg, msg
+        assert "word index 1" in msg and repr(s.sep + s.single)[1:] in msg, msg
+        assert info.value.value == topic and info.value.word == 1
+    short = f"a{s.sep}{s.single}"
+    with pytest.raises(InvalidTopicError) as info:
+        validate_topic(short, dialect)
+    assert repr(short) in str(info.value) and "character index 2 (word index 1)" in str(info.value)
+
+
 # --- an independent grammar of valid patterns and topics ------------------------------------
 
 _WS = "".join(chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace())
