@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Callable
-from typing import Optional, Union
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Optional, TypeVar, Union
 
 from .errors import InvalidTopicError, abbreviate
 
@@ -44,6 +44,7 @@ __all__ = [
     "pattern_validator",
     "topic_validator",
     "require_hashable",
+    "join_paths",
 ]
 
 
@@ -366,3 +367,48 @@ def matches(pattern: str, topic: str, dialect: DialectLike = Dialect.NATS) -> bo
 
 _ONE = object()
 _ZERO_OR_MORE = object()
+
+
+# --- whole-trie reads ---------------------------------------------------------------------
+
+_Node = TypeVar("_Node")
+_Value = TypeVar("_Value")
+#: One edge of a trie for :func:`join_paths`: (words it adds, value at its end, child).
+Edge = tuple[Union[str, Sequence[str]], Optional[_Value], Optional[_Node]]
+
+
+def join_paths(root: _Node, edges: Callable[[_Node], Iterable[Edge[_Value, _Node]]],
+               sep: str) -> Iterator[tuple[str, _Value]]:
+    """Every (pattern, value) of a trie of words, depth first, each pattern joined once.
+
+    ``edges(node)`` lists a node's edges, each ``(words, value, child)``: the words the edge
+    adds to the path from the root (one word, as a ``str``; or a sequence of them: several,
+    for a compressed path; none, for a level of a hash trie, which has no value), the value of the pattern that ends there
+    (None: none does) and the node it leads to (None: none). The path to a node is one list
+    of words, cut back and extended as the walk moves, and joined only at a node with an
+    edge that has a value, once for all of them: O(nodes + words on the edges + length of
+    the patterns yielded). Joining the prefix again at every level instead costs
+    O(depth^2) for one deep pattern (one of 100,000 levels took 55.8 s in
+    LockedTrie.subscriptions()). An explicit stack: no depth limit. The words of the AMQP
+    empty key, ``""`` (:data:`EMPTY_KEY_WORD`), gives ``""``.
+    """
+    path: list[str] = []
+    stack: list[tuple[int, Union[str, Sequence[str]], _Node]] = [(0, (), root)]
+    pop, push = stack.pop, stack.append
+    join = sep.join
+    while stack:
+        depth, words, node = pop()
+        del path[depth:]
+        if type(words) is str:
+            path.append(words)
+        else:
+            path += words
+        depth = len(path)
+        prefix = None
+        for w, v, c in edges(node):
+            if v is not None:
+                if prefix is None:
+                    prefix = join(path) + sep if path else ""
+                yield (prefix + w if type(w) is str else prefix + join(w)), v
+            if c is not None:
+                push((depth, w, c))
