@@ -302,6 +302,46 @@ def test_documented_limits(spec, dialect, figures):
     figures.add(f"documented-limit checks {spec.name}", 1)
 
 
+@over_dialects
+def test_inverted_bitmap_can_raise_outside_its_space(dialect, figures):
+    """InvertedBitmapMatcher(..., outside_space="raise"): a valid topic outside the space
+    raises TopicOutsideSpaceError (an InvalidTopicError) naming the topic and the rule, and
+    changes nothing; a topic inside answers as before; an invalid topic still breaks its
+    dialect's rule; the default still answers frozenset()."""
+    from baselines import InvertedBitmapMatcher, TopicOutsideSpaceError
+
+    s = SYNTAX[dialect]
+    inside, outside = s.sep.join(["a", "b"]), s.sep.join(["b", "a"])
+    space = [inside, "a"] + ([""] if dialect is Dialect.AMQP else [])
+    strict = InvertedBitmapMatcher(space, dialect=dialect, outside_space="raise")
+    lenient = InvertedBitmapMatcher(space, dialect=dialect)
+    for m in (strict, lenient):
+        m.subscribe(s.multi, "all")
+        m.subscribe(s.sep.join(["a", s.single]), "a.*")
+    state = (strict.subscriptions(), len(strict))
+    assert strict.lookup(inside) == lenient.lookup(inside) == frozenset({"all", "a.*"})
+    assert lenient.lookup(outside) == frozenset()
+    for topic in (outside, "x" * 1_000_000):
+        with pytest.raises(TopicOutsideSpaceError) as info:
+            strict.lookup(topic)
+        msg = str(info.value)
+        assert isinstance(info.value, InvalidTopicError) and info.value.value == topic
+        assert "topic space" in msg and len(msg) <= 1_000, msg[:2_000]
+        assert (repr(topic) if len(topic) < 100 else f"{len(topic):,} characters") in msg, msg
+    assert (strict.subscriptions(), len(strict)) == state
+    if dialect is Dialect.AMQP:
+        assert strict.lookup("") == frozenset({"all"})  # the empty key, inside the space
+    bad = INVALID_TOPICS[dialect][0]
+    with pytest.raises(InvalidTopicError) as info:
+        strict.lookup(bad)
+    assert not isinstance(info.value, TopicOutsideSpaceError), str(info.value)
+    with pytest.raises(ValueError, match="outside_space"):
+        InvertedBitmapMatcher(space, dialect=dialect, outside_space="ignore")
+    with pytest.raises(TypeError):
+        InvertedBitmapMatcher(space, dialect, "raise")  # keyword-only
+    figures.add("outside-space checks InvertedBitmapMatcher", 1)
+
+
 # --- the AMQP empty key ---------------------------------------------------------------------
 
 # AMQP 0-9-1: a routing key is "zero or more words". RabbitMQ routes a message published with
