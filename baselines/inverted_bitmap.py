@@ -17,12 +17,14 @@ from collections.abc import Hashable, Iterable
 from heapq import heappop, heappush
 from typing import Any, Generic
 
+from ctrie.errors import InvalidTopicError, abbreviate
 from ctrie.protocol import S
 from ctrie.topics import Dialect, DialectLike, pattern_validator, require_hashable, topic_validator
 
 from .naive import compile_pattern
 
-__all__ = ["InvertedBitmapMatcher", "take_number", "release_number", "subscribers_of"]
+__all__ = ["InvertedBitmapMatcher", "TopicOutsideSpaceError", "take_number", "release_number",
+           "subscribers_of"]
 
 _EMPTY: frozenset[Any] = frozenset()
 
@@ -88,16 +90,28 @@ def subscribers_of(bitmap: int, owner: list[Any]) -> frozenset[Any]:
     return frozenset(out)
 
 
+class TopicOutsideSpaceError(InvalidTopicError):
+    """A lookup of a valid topic outside an :class:`InvertedBitmapMatcher`'s topic space, by
+    a matcher built with ``outside_space="raise"``. A :class:`ctrie.InvalidTopicError`
+    (hence a ``ValueError``) whose message names the topic and the rule; ``value`` is the
+    topic. The matcher is unchanged."""
+
+
 class InvertedBitmapMatcher(Generic[S]):
     """One subscription bitmap per topic of a topic space fixed at construction. Generic in
     the subscriber type, as every matcher (:class:`ctrie.Matcher`).
 
     ``topic_space`` is an iterable of topics (each validated as a topic of the dialect;
-    duplicates are ignored). Every valid pattern of the dialect is supported, including AMQP
-    ``#`` anywhere: a pattern covers the topics of the space that :func:`ctrie.matches` says
-    it matches. A pattern matching no topic of the space is still stored (and reported by
-    ``subscriptions`` and ``len``); it just never sets a bit. Looking up a valid topic that is
-    not in the space returns ``frozenset()``.
+    duplicates are ignored; in AMQP it may hold the empty key ``""``, of zero words). Every
+    valid pattern of the dialect is supported, including AMQP ``#`` anywhere: a pattern
+    covers the topics of the space that :func:`ctrie.matches` says it matches. A pattern matching no topic of the space is still stored (and reported by
+    ``subscriptions`` and ``len``); it just never sets a bit.
+
+    Looking up a valid topic that is not in the space returns ``frozenset()`` (the topic has
+    no bitmap, so no subscription is known to match it, whatever is stored), or, with the
+    keyword-only ``outside_space="raise"``, raises :class:`TopicOutsideSpaceError` naming
+    the topic and the rule. ``outside_space="empty"`` (the default) is the first behaviour.
+    The test costs nothing on a topic inside the space.
 
     Complexity (T topics in the space, m words, M topics a pattern matches, N the highest
     subscription number in use, w = 30 bits per int digit, k matched subscriptions):
@@ -124,15 +138,22 @@ class InvertedBitmapMatcher(Generic[S]):
         "_owner",
         "_free",
         "_pairs",
+        "_outside_raises",
     )
 
     dialect: Dialect
 
-    def __init__(self, topic_space: Iterable[str], dialect: DialectLike = "nats") -> None:
+    def __init__(self, topic_space: Iterable[str], dialect: DialectLike = "nats", *,
+                 outside_space: str = "empty") -> None:
+        if outside_space not in ("empty", "raise"):
+            raise ValueError("outside_space must be 'empty' (return frozenset()) or 'raise', "
+                             f"not {abbreviate(outside_space)}")
+        self._outside_raises = outside_space == "raise"
         self.dialect = Dialect.coerce(dialect)
         if isinstance(topic_space, str):
             raise TypeError(
-                f"topic_space must be an iterable of topics, not a single str: {topic_space!r}"
+                "topic_space must be an iterable of topics, not a single str: "
+                f"{abbreviate(topic_space)}"
             )
         self._lock = threading.Lock()
         self._check_pattern = pattern_validator(self.dialect)
@@ -221,14 +242,23 @@ class InvertedBitmapMatcher(Generic[S]):
             return True
 
     def lookup(self, topic: str) -> frozenset[S]:
-        """Subscribers of every pattern matching ``topic``; ``frozenset()`` outside the space."""
+        """Subscribers of every pattern matching ``topic``; outside the space,
+        ``frozenset()`` or (``outside_space="raise"``) :class:`TopicOutsideSpaceError`."""
         self._check_topic(topic)
         with self._lock:
             bitmaps = self._bitmaps
-            bitmap = bitmaps[topic] if topic in bitmaps else 0  # not dict.get: see ctrie/_ftdict.py
-            if not bitmap:
-                return _EMPTY
-            return subscribers_of(bitmap, self._owner)
+            if topic in bitmaps:
+                bitmap = bitmaps[topic]  # not dict.get: see ctrie/_ftdict.py
+                if not bitmap:
+                    return _EMPTY
+                return subscribers_of(bitmap, self._owner)
+        # Outside the space (which never changes): nothing was read, nothing changed.
+        if self._outside_raises:
+            raise TopicOutsideSpaceError(
+                topic, "topic", self.dialect.value,
+                f"not in this InvertedBitmapMatcher's topic space of {len(bitmaps):,} topics "
+                "(built with outside_space='raise'; a topic outside the space has no bitmap)")
+        return _EMPTY
 
     def subscriptions(self) -> dict[str, frozenset[S]]:
         """A consistent copy: pattern -> its subscribers (never empty)."""

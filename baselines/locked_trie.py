@@ -21,7 +21,8 @@ literal child and collecting the ``fwc`` child wherever the many-level wildcard 
   ``next`` level. The walk explores states (level, words consumed); an ``fwc`` node records
   the smallest word index it has absorbed from, so every state is explored at most once and
   ``#.a.#.b.#`` against a long topic costs O(levels x words), not an exponential number of
-  splits.
+  splits. The empty key ``""`` (zero words) is a pattern too: its node is the root's child
+  of the word ``""``, which no other pattern can reach (an empty word is invalid).
 
 :class:`LockedTrie` implements the package's Matcher protocol and adds queue groups
 (:meth:`LockedTrie.match`) and NATS-style statistics (:meth:`LockedTrie.stats`).
@@ -35,10 +36,13 @@ from functools import partial
 from types import MappingProxyType
 from typing import Any, Generic, NamedTuple, TypedDict
 
+from ctrie.errors import abbreviate
 from ctrie.protocol import S
 from ctrie.topics import (
+    EMPTY_KEY_WORD,
     Dialect,
     DialectLike,
+    join_paths,
     pattern_validator,
     require_hashable,
     topic_validator,
@@ -275,7 +279,8 @@ class LockedTrie(Generic[S]):
 
         Idempotent: a pair (or a membership) already stored is left alone. O(w).
         """
-        words = self._pattern_words(pattern)
+        # The AMQP empty key (zero words): the root's node of the reserved word (ctrie.topics).
+        words = self._pattern_words(pattern) or [EMPTY_KEY_WORD]
         require_hashable(subscriber)
         if queue is not None:
             _check_queue(queue)
@@ -329,7 +334,7 @@ class LockedTrie(Generic[S]):
         Returns whether that pair (membership) was stored. Nodes and levels left empty are
         pruned. O(w).
         """
-        words = self._pattern_words(pattern)
+        words = self._pattern_words(pattern) or [EMPTY_KEY_WORD]  # the AMQP empty key
         require_hashable(subscriber)
         if queue is not None:
             _check_queue(queue)
@@ -574,21 +579,24 @@ class LockedTrie(Generic[S]):
         cache.update(keep)
 
     def _patterns(self) -> Iterator[tuple[str, Node]]:
-        """Every (pattern, node) of the trie, depth first. Lock held."""
-        sep, single, multi = self.dialect.separator, self._single, self._multi
-        stack: list[tuple[Level, tuple[str, ...]]] = [(self._root, ())]
-        while stack:
-            level, prefix = stack.pop()
+        """Every (pattern, node) of a node holding subscriptions, depth first. Lock held.
+
+        O(size of the trie + length of the patterns): each pattern is joined once
+        (:func:`ctrie.topics.join_paths`). Joining every node's prefix again made one
+        100,000-level pattern take 55.8 s.
+        """
+        single, multi = self._single, self._multi
+
+        def edges(level: Level) -> list[tuple[str, Node | None, Level | None]]:
             children = list(level.nodes.items())
             if level.pwc is not None:
                 children.append((single, level.pwc))
             if level.fwc is not None:
                 children.append((multi, level.fwc))
-            for w, node in children:
-                words = (*prefix, w)
-                yield sep.join(words), node
-                if node.next is not None:
-                    stack.append((node.next, words))
+            return [(w, node if node.psubs is not None or node.qsubs is not None else None,
+                     node.next) for w, node in children]
+
+        return join_paths(self._root, edges, self.dialect.separator)
 
 
 # --- helpers --------------------------------------------------------------------------------
@@ -601,7 +609,8 @@ def _require(condition: bool, message: str) -> None:
 
 def _check_queue(queue: object) -> None:
     if not isinstance(queue, str):
-        raise TypeError(f"queue must be None or a str, not {type(queue).__name__}: {queue!r}")
+        raise TypeError(f"queue must be None or a str, not {type(queue).__name__}: "
+                        f"{abbreviate(queue)}")
     if not queue:
         raise ValueError("queue must be None or a non-empty str, not ''")
 
@@ -773,6 +782,9 @@ def _walk_anywhere(root: Level, words: list[str]) -> list[Node]:
     ``fwc`` node was entered at, and a later entry only adds the indices below it, so the
     ranges are disjoint. Every level has one parent node, so every state is then pushed at
     most once: O(levels x (n + 1)) in all, whatever the number of ``#``.
+
+    The empty key (``words == []``) is also matched by the pattern ``""``, whose node is the
+    root's child of the reserved word :data:`ctrie.topics.EMPTY_KEY_WORD`.
     """
     n = len(words)
     hits: list[Node] = []
@@ -809,6 +821,10 @@ def _walk_anywhere(root: Level, words: list[str]) -> list[Node]:
                     hit(node)
                 if node.next is not None:
                     push((node.next, i))
+    if not n:
+        nodes = root.nodes
+        if EMPTY_KEY_WORD in nodes:
+            hit(nodes[EMPTY_KEY_WORD])
     return hits
 
 

@@ -20,7 +20,7 @@ import threading
 from operator import index
 from typing import Any, Generic, NamedTuple
 
-from ctrie.errors import UnsupportedPatternError
+from ctrie.errors import UnsupportedPatternError, abbreviate
 from ctrie.protocol import S
 from ctrie.topics import Dialect, DialectLike, pattern_validator, require_hashable, topic_validator
 
@@ -54,7 +54,8 @@ class OptimizedBitmapMatcher(Generic[S]):
     express: NATS ``>``, MQTT ``#`` (which also matches the parent level, ``a/#`` matches
     ``a``) and, in AMQP, ``#`` when every word after the first ``#`` is also ``#`` (a
     trailing run: ``a.*.#``, ``a.#.#``, and ``#`` or ``#.#`` alone, which match every
-    topic).
+    topic). The AMQP empty key ``""`` (zero words) is supported as a pattern and as a
+    topic: its bit is in every *null* row, and the lookup of ``""`` ANDs only those.
 
     Unsupported: ``subscribe`` raises :class:`ctrie.UnsupportedPatternError`, and stores
     nothing, for
@@ -145,9 +146,9 @@ class OptimizedBitmapMatcher(Generic[S]):
                 if w != multi:
                     raise UnsupportedPatternError(
                         f"OptimizedBitmapMatcher cannot represent {d.value} pattern "
-                        f"{pattern!r}: '{multi}' is supported only in a trailing run of "
-                        f"'{multi}' words (as in 'a.*.#'); after a '{multi}' followed by "
-                        f"another word, the later words have no fixed position"
+                        f"{abbreviate(pattern)}: '{multi}' is supported only in a trailing "
+                        f"run of '{multi}' words (as in 'a.*.#'); after a '{multi}' followed "
+                        f"by another word, the later words have no fixed position"
                     )
             prefix = words[:first]
             min_words = first + d.multi_min
@@ -162,8 +163,8 @@ class OptimizedBitmapMatcher(Generic[S]):
         if min_words > size:
             raise UnsupportedPatternError(
                 f"OptimizedBitmapMatcher(max_words={size}) cannot store {d.value} pattern "
-                f"{pattern!r}: it needs topics of at least {min_words} words, longer than "
-                f"any topic this matcher can match, so it could never match"
+                f"{abbreviate(pattern)}: it needs topics of at least {min_words} words, longer "
+                f"than any topic this matcher can match, so it could never match"
             )
         literals = tuple((i, w) for i, w in enumerate(prefix) if w != single)
         wild_first = self._dollar_rule and words[0] in (single, multi)

@@ -79,7 +79,8 @@ from .rdcss import Root, rdcss_read_root, rdcss_root
 from .cache import CACHE_MAX_ENTRIES, CACHE_SWEEP_TO, ResultCache
 from .size import SizeCounter
 from .subsets import SUBS_FLAT, Subscribers, SubSet, as_frozenset, with_sub, without_sub
-from .topics import Dialect, DialectLike, pattern_validator, require_hashable, topic_validator
+from .topics import (EMPTY_KEY_WORD, Dialect, DialectLike, Edge, join_paths, pattern_validator,
+                     require_hashable, topic_validator)
 
 if TYPE_CHECKING:  # pragma: no cover
     from .counters import Counters
@@ -319,6 +320,12 @@ class CSTrie(Generic[S]):
 
     def _insert(self, root: INode, words: list[str],
                 subscriber: Hashable) -> Optional[Literal[_Retry.RESTART]]:
+        if not words:
+            # The AMQP empty key (zero words) lives in the root's branch of the reserved
+            # word EMPTY_KEY_WORD, which no other pattern can reach (ctrie.topics). It is
+            # written like any one-word pattern: the same GCAS on the root's I-node, so the
+            # same linearization point and the same lock-freedom argument as every write.
+            words = _EMPTY_KEY_PATH
         startgen = root.gen
         single, multi = self._single, self._multi
         inode, parent, pword = root, None, None
@@ -459,6 +466,8 @@ class CSTrie(Generic[S]):
         stack doing each level's clean-up, as the recursion's returns would: no depth limit.
         O(k) plus the C-node copies.
         """
+        if not words:
+            words = _EMPTY_KEY_PATH  # the AMQP empty key: see _insert
         single, multi = self._single, self._multi
         startgen = root.gen
         last = len(words) - 1
@@ -1144,7 +1153,11 @@ class CSTrie(Generic[S]):
                     and list(map(_get, seen[::3])) != seen[1::3]):
                 if _count is not None:
                     _count("revalidate")
-                if not self._validate(seen, words):
+                # The empty key's walk used the root's branch of the reserved word too:
+                # validated as the word at index 0 of every record (at the root that is
+                # the branch it read; elsewhere an absent branch, which only makes the
+                # check stricter: a new walk, never a wrong answer).
+                if not self._validate(seen, words or _EMPTY_KEY_PATH):
                     continue
             if not hits:
                 return EMPTY
@@ -1261,29 +1274,43 @@ class CSTrie(Generic[S]):
                 nfa = automaton(c.words, self._single, self._multi)
             if _tail_ok_amqp(nfa, words, starts, hash_from):
                 add(c.subs)
+        if not n:
+            # The empty key (zero words) is also matched by the pattern "", kept in the
+            # root's branch of the reserved word (see _insert): read from the root's C-node
+            # as this walk recorded it first (a split root: from its hash levels, each read
+            # recorded). :meth:`_lookup_amqp` validates that branch with the rest.
+            m = seen[1]
+            br = m.branches
+            b = br[EMPTY_KEY_WORD] if EMPTY_KEY_WORD in br else None  # not dict.get: ctrie/_ftdict.py
+            if b is None and m.kids is not None:
+                b = self._kid_branch(m, EMPTY_KEY_WORD, 0, seen)
+            if b is not None and b.subs:
+                add(b.subs)
 
     # --- whole-trie reads -------------------------------------------------------------------
 
     def _items(self) -> Iterator[tuple[str, frozenset[Any]]]:
-        """(pattern, subscribers) of a frozen trie, depth first; call on a read-only view."""
-        sep = self.dialect.separator
-        stack: list[tuple[INode, str]] = [(self._read_root(), "")]
-        while stack:
-            inode, prefix = stack.pop()
-            m = gcas_read(inode, self)
-            if type(m) is TNode:
-                m = m.cnode  # the C-node it froze (empty, or one pattern)
-            if m.kids is not None:  # a wide level: its hash levels share the prefix
-                stack.extend((k, prefix) for k in m.kids if k is not None)
-            for w, b in m.branches.items():
-                path = prefix + w
-                if b.subs:
-                    yield path, as_frozenset(b.subs)
-                c = b.inode
-                if type(c) is SNode:
-                    yield path + sep + sep.join(c.words), as_frozenset(c.subs)
-                elif c is not None:
-                    stack.append((c, path + sep))
+        """(pattern, subscribers) of a frozen trie, depth first; call on a read-only view.
+        O(size of the trie + length of the patterns): each pattern is joined once
+        (:func:`~ctrie.topics.join_paths`), however deep the chain of I-nodes above it."""
+        return join_paths(self._read_root(), self._edges, self.dialect.separator)
+
+    def _edges(self, inode: INode) -> list[Edge[frozenset[Any], INode]]:
+        """The edges below ``inode`` for :func:`~ctrie.topics.join_paths`: a wide level's
+        hash levels (no word), each branch (its word, its subscribers, its child I-node)
+        and each S-node (the branch's word and the S-node's words, its subscribers)."""
+        m = gcas_read(inode, self)
+        if type(m) is TNode:
+            m = m.cnode  # the C-node it froze (empty, or one pattern)
+        out: list[Edge[frozenset[Any], INode]] = (
+            [] if m.kids is None else [((), None, k) for k in m.kids if k is not None])
+        for w, b in m.branches.items():
+            c = b.inode
+            out.append((w, as_frozenset(b.subs) if b.subs else None,
+                        c if type(c) is INode else None))
+            if type(c) is SNode:
+                out.append(((w, *c.words), as_frozenset(c.subs), None))
+        return out
 
     def subscriptions(self) -> dict[str, frozenset[S]]:
         """Pattern -> subscribers, consistent as of one instant (read on a read-only
@@ -1358,8 +1385,10 @@ class CSTrie(Generic[S]):
         assert type(root) is INode, f"root holds {root!r}, not an I-node (RDCSS pending?)"
         gen = root.gen
         seen: set[int] = set()
-        # (I-node, path, under the root's generation, (shift, index) if a kid else None)
-        stack: list[tuple[INode, str, bool, Optional[tuple[int, int]]]] = [(root, "", True, None)]
+        # (I-node, path, under the root's generation, (shift, index) if a kid else None);
+        # a path is joined only if a message prints it (_Path).
+        stack: list[tuple[INode, _Path, bool, Optional[tuple[int, int]]]] = [
+            (root, _Path(None, ""), True, None)]
         pairs = 0
         single, multi = self._single, self._multi
         while stack:
@@ -1421,6 +1450,9 @@ class CSTrie(Generic[S]):
 
 
 _get = AtomicRef.get
+#: The path of the AMQP empty key (zero words) in the trie: the root's branch of the reserved
+#: word (:data:`ctrie.topics.EMPTY_KEY_WORD`). Never mutated.
+_EMPTY_KEY_PATH = [EMPTY_KEY_WORD]
 #: Contraction folds a level into an S-node only while the S-node has fewer words than this:
 #: each fold copies the tail, so folding a private tail of d words level by level would cost
 #: O(d^2); past this length the levels stay I-nodes (found by review: 6 s at d = 16,000).
@@ -1500,7 +1532,32 @@ def _path_step(m: CNode, w: str) -> tuple[INode | SNode | None, int]:
     return (None if b is None else b.inode), 1
 
 
-def _check_subs(subs: object, where: str) -> None:
+class _Path:
+    """A path in :meth:`CSTrie.check`'s messages: ``path + piece`` links a piece (O(1)), and
+    the pieces are joined only when the path is printed. (Joining at every level, as str
+    paths did, cost O(depth^2) on a deep chain of I-nodes: 3.5 s at 200,000 levels.)"""
+
+    __slots__ = ("up", "piece")
+
+    def __init__(self, up: Optional[_Path], piece: str) -> None:
+        self.up, self.piece = up, piece
+
+    def __add__(self, piece: str) -> _Path:
+        return _Path(self, piece)
+
+    def __bool__(self) -> bool:  # the root's path is empty
+        return self.up is not None or bool(self.piece)
+
+    def __repr__(self) -> str:
+        pieces = []
+        p: Optional[_Path] = self
+        while p is not None:
+            pieces.append(p.piece)
+            p = p.up
+        return repr("".join(reversed(pieces)))
+
+
+def _check_subs(subs: object, where: object) -> None:
     """check(): a subscriber set is a frozenset of at most SUBS_FLAT, or a SubSet of more
     than SUBS_FLAT // 2 whose count and members agree."""
     if type(subs) is frozenset:

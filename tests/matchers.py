@@ -25,7 +25,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from strategies import SYNTAX
+from strategies import SYNTAX, words_of
 
 import ctrie
 from ctrie import Dialect
@@ -156,14 +156,14 @@ class Subject:
         return other
 
     def may_reject(self, pattern: str) -> bool:
-        words = pattern.split(SYNTAX[self.dialect].sep)
-        return self.spec.may_reject(words, self.dialect, self.max_words)
+        return self.spec.may_reject(words_of(pattern, self.dialect), self.dialect,
+                                    self.max_words)
 
     def blind_to(self, topic: str) -> bool:
         if self.spec.blind_outside_space and topic not in self._space:
             return True
         if self.spec.blind_beyond_max_words:
-            return len(topic.split(SYNTAX[self.dialect].sep)) > self.max_words
+            return len(words_of(topic, self.dialect)) > self.max_words
         return False
 
     def expected_lookup(self, model: Mapping[str, set], topic: str) -> frozenset:

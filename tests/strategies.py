@@ -13,7 +13,8 @@ Two flavours of every generator:
 Alphabets are deliberately tiny (three or four literal words) so that patterns collide, share
 prefixes and match topics often; each one holds a literal that looks like a wildcard to a
 careless implementation (``c*`` in NATS, ``#c`` in AMQP) and, for MQTT, an empty level and a
-``$`` level.
+``$`` level. In AMQP they also give the empty key ``""`` (zero words), which AMQP 0-9-1
+allows as a routing key and as a binding key.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ __all__ = [
     "subscribers",
     "topic_pool",
     "topics",
+    "words_of",
 ]
 
 DIALECTS = (Dialect.NATS, Dialect.AMQP, Dialect.MQTT)
@@ -93,6 +95,18 @@ LITERALS = {
 SUBSCRIBERS = (0, 1, "s", ("t", 2))
 
 
+def words_of(s: str, dialect: Dialect) -> list[str]:
+    """The words of a valid pattern or topic: none for the AMQP empty key, else the split."""
+    if not s and dialect is Dialect.AMQP:
+        return []
+    return s.split(SYNTAX[dialect].sep)
+
+
+def _zero_words_ok(dialect: Dialect) -> bool:
+    """Whether ``""`` (zero words) is a valid pattern and topic: AMQP only."""
+    return dialect is Dialect.AMQP
+
+
 def min_words(words: list[str], dialect: Dialect) -> int:
     """The fewest topic words a pattern (given as its words) can match."""
     s = SYNTAX[dialect]
@@ -103,7 +117,8 @@ def min_words(words: list[str], dialect: Dialect) -> int:
 
 
 def patterns(dialect: Dialect, max_words: int = 4) -> st.SearchStrategy[str]:
-    """Valid patterns of 1..max_words words over the dialect's small alphabet."""
+    """Valid patterns of 1..max_words words over the dialect's small alphabet (AMQP: from
+    0 words, the empty key)."""
     s = SYNTAX[dialect]
     lits = LITERALS[dialect]
     if s.multi_last_only:
@@ -114,15 +129,18 @@ def patterns(dialect: Dialect, max_words: int = 4) -> st.SearchStrategy[str]:
         words = words.filter(lambda w: 1 <= len(w) <= max_words)
     else:
         symbols = st.sampled_from((*lits, s.single, s.multi))
-        words = st.lists(symbols, min_size=1, max_size=max_words)
-    return words.map(s.sep.join).filter(bool)  # MQTT: a single empty level is ""
+        words = st.lists(symbols, min_size=0 if _zero_words_ok(dialect) else 1,
+                         max_size=max_words)
+    # MQTT: a single empty level is "", which is invalid there
+    return words.map(s.sep.join).filter(lambda p: bool(p) or _zero_words_ok(dialect))
 
 
 def every_pattern(dialect: Dialect, max_words: int) -> list[str]:
-    """Every valid pattern of 1..max_words words over the alphabet, shortest first."""
+    """Every valid pattern of 1..max_words words over the alphabet, shortest first (AMQP:
+    the empty key first)."""
     s = SYNTAX[dialect]
     symbols = (*LITERALS[dialect], s.single, s.multi)
-    out = []
+    out = [""] if _zero_words_ok(dialect) else []
     for n in range(1, max_words + 1):
         for ws in itertools.product(symbols, repeat=n):
             if s.multi_last_only and s.multi in ws[:-1]:
@@ -136,7 +154,8 @@ def every_pattern(dialect: Dialect, max_words: int) -> list[str]:
 def pattern_pool(dialect: Dialect, max_words: int = 4) -> st.SearchStrategy[str]:
     """Like :func:`patterns`, drawn from the precomputed :func:`every_pattern` in two draws (a
     length, then a pattern of that length): cheap enough for state machines that draw
-    hundreds of thousands, and short patterns, which collide most, are as likely as long."""
+    hundreds of thousands, and short patterns, which collide most, are as likely as long.
+    (The AMQP empty key is drawn with the one-word patterns.)"""
     sep = SYNTAX[dialect].sep
     pool = every_pattern(dialect, max_words)
     by_len = [[p for p in pool if p.count(sep) == n - 1] for n in range(1, max_words + 1)]
@@ -151,10 +170,13 @@ def topic_pool(topic_list: list[str], sep: str) -> st.SearchStrategy[str]:
 
 
 def topics(dialect: Dialect, max_words: int = 4) -> st.SearchStrategy[str]:
-    """Valid (literal) topics of 1..max_words words over the dialect's small alphabet."""
+    """Valid (literal) topics of 1..max_words words over the dialect's small alphabet (AMQP:
+    from 0 words, the empty key)."""
     s = SYNTAX[dialect]
-    words = st.lists(st.sampled_from(LITERALS[dialect]), min_size=1, max_size=max_words)
-    return words.map(s.sep.join).filter(bool)
+    zero = _zero_words_ok(dialect)
+    words = st.lists(st.sampled_from(LITERALS[dialect]), min_size=0 if zero else 1,
+                     max_size=max_words)
+    return words.map(s.sep.join).filter(lambda t: bool(t) or zero)
 
 
 def subscribers() -> st.SearchStrategy[object]:
@@ -178,9 +200,12 @@ def fuzz_text(max_size: int = 10) -> st.SearchStrategy[str]:
 
 
 def random_pattern(rng: random.Random, dialect: Dialect, max_words: int = 4) -> str:
-    """A valid pattern of 1..max_words words; wildcards about a third of the words."""
+    """A valid pattern of 1..max_words words; wildcards about a third of the words. In AMQP,
+    one in twenty is the empty key (zero words)."""
     s = SYNTAX[dialect]
     lits = LITERALS[dialect]
+    if _zero_words_ok(dialect) and rng.random() < 0.05:
+        return ""
     while True:
         n = rng.randint(1, max_words)
         words = [rng.choice(lits) if rng.random() < 0.65 else s.single for _ in range(n)]
@@ -197,23 +222,27 @@ def random_pattern(rng: random.Random, dialect: Dialect, max_words: int = 4) -> 
 
 
 def random_topic(rng: random.Random, dialect: Dialect, min_len: int = 1, max_len: int = 4) -> str:
+    """A valid topic of min_len..max_len words (0 words: the AMQP empty key)."""
     s = SYNTAX[dialect]
     while True:
         n = rng.randint(min_len, max_len)
         topic = s.sep.join(rng.choice(LITERALS[dialect]) for _ in range(n))
-        if topic:
+        if topic or (n == 0 and _zero_words_ok(dialect)):
             return topic
 
 
 def all_topics(dialect: Dialect, max_words: int) -> list[str]:
-    """Every valid topic of 1..max_words words over the alphabet, sorted."""
+    """Every valid topic of 1..max_words words over the alphabet, sorted (AMQP: and the
+    empty key, of zero words)."""
     s = SYNTAX[dialect]
     out = {
         s.sep.join(ws)
         for n in range(1, max_words + 1)
         for ws in itertools.product(LITERALS[dialect], repeat=n)
     }
-    out.discard("")
+    out.discard("")  # MQTT: one empty level
+    if _zero_words_ok(dialect):
+        out.add("")
     return sorted(out)
 
 
@@ -221,13 +250,13 @@ def all_topics(dialect: Dialect, max_words: int) -> list[str]:
 
 INVALID_PATTERNS = {
     Dialect.NATS: ["", ".", "a..b", ".a", "a.", "a.>.b", ">.a", "a b", "a.\tb", "a.\u3000"],
-    Dialect.AMQP: ["", ".", "a..b", ".a", "a.", "#..#", "*."],
+    Dialect.AMQP: [".", "a..b", ".a", "a.", "#..#", "*."],  # "" is the empty key: valid
     Dialect.MQTT: ["", "a+", "a/b#", "#/a", "a/#/b", "+#", "a/\x00", "\x00"],
 }
 
 INVALID_TOPICS = {
     Dialect.NATS: ["", ".", "a..b", "a.", "*", ">", "a.*", "a.>", "a b", "\x1c"],
-    Dialect.AMQP: ["", ".", "a..b", "a.", "*", "#", "a.#", "#.a", "a.*.b"],
+    Dialect.AMQP: [".", "a..b", "a.", "*", "#", "a.#", "#.a", "a.*.b"],
     Dialect.MQTT: ["", "+", "#", "a/+", "a/#", "a+", "a#b", "\x00", "a/\x00"],
 }
 

@@ -300,3 +300,165 @@ def test_documented_limits(spec, dialect, figures):
         assert m.lookup(three) == frozenset()  # longer than max_words
     assert len(m) == 2
     figures.add(f"documented-limit checks {spec.name}", 1)
+
+
+@over_dialects
+def test_inverted_bitmap_can_raise_outside_its_space(dialect, figures):
+    """InvertedBitmapMatcher(..., outside_space="raise"): a valid topic outside the space
+    raises TopicOutsideSpaceError (an InvalidTopicError) naming the topic and the rule, and
+    changes nothing; a topic inside answers as before; an invalid topic still breaks its
+    dialect's rule; the default still answers frozenset()."""
+    from baselines import InvertedBitmapMatcher, TopicOutsideSpaceError
+
+    s = SYNTAX[dialect]
+    inside, outside = s.sep.join(["a", "b"]), s.sep.join(["b", "a"])
+    space = [inside, "a"] + ([""] if dialect is Dialect.AMQP else [])
+    strict = InvertedBitmapMatcher(space, dialect=dialect, outside_space="raise")
+    lenient = InvertedBitmapMatcher(space, dialect=dialect)
+    for m in (strict, lenient):
+        m.subscribe(s.multi, "all")
+        m.subscribe(s.sep.join(["a", s.single]), "a.*")
+    state = (strict.subscriptions(), len(strict))
+    assert strict.lookup(inside) == lenient.lookup(inside) == frozenset({"all", "a.*"})
+    assert lenient.lookup(outside) == frozenset()
+    for topic in (outside, "x" * 1_000_000):
+        with pytest.raises(TopicOutsideSpaceError) as info:
+            strict.lookup(topic)
+        msg = str(info.value)
+        assert isinstance(info.value, InvalidTopicError) and info.value.value == topic
+        assert "topic space" in msg and len(msg) <= 1_000, msg[:2_000]
+        assert (repr(topic) if len(topic) < 100 else f"{len(topic):,} characters") in msg, msg
+    assert (strict.subscriptions(), len(strict)) == state
+    if dialect is Dialect.AMQP:
+        assert strict.lookup("") == frozenset({"all"})  # the empty key, inside the space
+    bad = INVALID_TOPICS[dialect][0]
+    with pytest.raises(InvalidTopicError) as info:
+        strict.lookup(bad)
+    assert not isinstance(info.value, TopicOutsideSpaceError), str(info.value)
+    with pytest.raises(ValueError, match="outside_space"):
+        InvertedBitmapMatcher(space, dialect=dialect, outside_space="ignore")
+    with pytest.raises(TypeError):
+        InvertedBitmapMatcher(space, dialect, "raise")  # keyword-only
+    figures.add("outside-space checks InvertedBitmapMatcher", 1)
+
+
+# --- the AMQP empty key ---------------------------------------------------------------------
+
+# AMQP 0-9-1: a routing key is "zero or more words". RabbitMQ routes a message published with
+# the key "" to a '#' binding and to a '' binding; '#' matches zero or more words, so 'a.#'
+# matches 'a' but not "" (its 'a' needs a word), and '*' needs one.
+EMPTY_KEY_MATCHED = ["", "#", "#.#"]
+EMPTY_KEY_UNMATCHED = ["*", "*.#", "#.*", "a.#", "#.a", "a", "#c"]
+
+
+@over_registry
+def test_amqp_empty_key(spec, figures):
+    """The empty key as a pattern and as a topic: matched exactly by the patterns that can
+    match zero words, reported by subscriptions() and counted by len(), removable; the
+    pattern '' matches nothing else."""
+    topics = ["", "a", "a.b", "#c"]
+    subject = build(spec, Dialect.AMQP, topics, MAX_WORDS)
+    m = subject.matcher
+    model: dict[str, set] = {}
+    for k, p in enumerate(EMPTY_KEY_MATCHED + EMPTY_KEY_UNMATCHED):
+        subject.subscribe(model, p, k)
+    assert m.lookup("") == frozenset(range(len(EMPTY_KEY_MATCHED))), f"{subject}"
+    subject.check_state(model)
+    assert "" in m.subscriptions(), f"{subject}: subscriptions() lost the empty key"
+    for t in topics:
+        subject.check_lookup(model, t)
+    subject.subscribe(model, "", "second")
+    subject.subscribe(model, "", "second")  # idempotent
+    assert m.lookup("") == frozenset({0, 1, 2, "second"})
+    assert subject.unsubscribe(model, "", 0) is True
+    assert subject.unsubscribe(model, "", 0) is False
+    for t in topics:
+        subject.check_lookup(model, t)
+    subject.check_state(model)
+    assert subject.unsubscribe(model, "", "second") is True
+    assert "" not in m.subscriptions()
+    subject.check_state(model)
+    assert m.lookup("") == frozenset({1, 2})
+    if hasattr(m, "check"):
+        m.check()
+    figures.add(f"empty key checks {spec.name}", 1)
+
+
+@over_registry
+@pytest.mark.parametrize("dialect", [Dialect.NATS, Dialect.MQTT], ids=lambda d: d.value)
+def test_empty_string_stays_invalid_outside_amqp(spec, dialect):
+    subject = build(spec, dialect, ["a"], MAX_WORDS)
+    m = subject.matcher
+    for call in (lambda: m.subscribe("", 1), lambda: m.unsubscribe("", 1), lambda: m.lookup("")):
+        with pytest.raises(InvalidTopicError):
+            call()
+    assert len(m) == 0 and m.subscriptions() == {}
+
+
+# --- long bad input: abbreviated messages ---------------------------------------------------
+
+MESSAGE_MAX = 1_000
+
+
+def _long_bad_input(dialect: Dialect) -> list[tuple[str, str, int, int, tuple[str, ...]]]:
+    """(kind, string, character index, word index, words the message must use for the rule)
+    of a 10,000-level pattern and a 1 MB topic that break a rule near their end."""
+    s = SYNTAX[dialect]
+    sep = s.sep
+    deep = sep.join(["w"] * 5_000)
+    pattern_cases = {
+        Dialect.NATS: (sep.join([deep, ">", deep[:-2]]), ("last",)),  # '>' then 4,999 words
+        Dialect.AMQP: (deep + sep + sep + deep[:-2], ("empty",)),  # an empty word
+        Dialect.MQTT: (sep.join([deep, "#", deep[:-2]]), ("last",)),
+    }
+    pattern, pattern_rule = pattern_cases[dialect]
+    mega = sep.join(["w"] * 500_000)  # 999,999 characters
+    topic_cases = {
+        Dialect.NATS: (mega + sep + "*", ("literal", "wildcard", "'*'")),
+        Dialect.AMQP: (mega + sep + "#", ("literal", "wildcard", "'#'")),
+        Dialect.MQTT: (mega + sep + "+", ("'+'", "wildcard")),
+    }
+    topic, topic_rule = topic_cases[dialect]
+    # Each breaks its rule right after the 5,000 (500,000) words of ``deep`` (``mega``).
+    return [("pattern", pattern, len(deep) + 1, 5_000, pattern_rule),
+            ("topic", topic, len(mega) + 1, 500_000, topic_rule)]
+
+
+@over_registry
+@over_dialects
+def test_long_bad_input_gives_a_short_message(spec, dialect, figures):
+    """A 10,000-level pattern and a 1 MB topic that break a rule near their end: every
+    matcher's error names the rule, the string's start and length, and where it broke
+    (character and word index, with the characters around it), in at most about 1,000
+    characters, and changes nothing."""
+    subject, model, _ = _populated(spec, dialect, seed_for("long bad input", spec.name, dialect))
+    m = subject.matcher
+    for kind, s, at, word, rule_words in _long_bad_input(dialect):
+        calls = ([lambda: m.subscribe(s, "x"), lambda: m.unsubscribe(s, "x")]
+                 if kind == "pattern" else [lambda: m.lookup(s)])
+        for call in calls:
+            with pytest.raises(InvalidTopicError) as info:
+                call()
+            msg = str(info.value)
+            ctx = f"{subject} {kind} of {len(s):,} characters: {msg!r}"
+            assert len(msg) <= MESSAGE_MAX, ctx
+            assert f"{len(s):,} characters" in msg, ctx
+            assert repr(s[:40])[:-1] in msg, ctx  # its start
+            assert f"character index {at:,}" in msg and f"word index {word:,}" in msg, ctx
+            assert any(w in msg.lower() for w in rule_words), ctx
+            assert repr(s[at - 5:at + 1])[1:-1] in msg, ctx  # the characters up to the break
+            assert info.value.value is s and info.value.position == at, ctx
+            subject.check_state(model, ctx)
+        figures.add(f"long bad input messages {spec.name}", len(calls))
+
+
+@over_registry
+def test_long_non_str_and_unhashable_input_gives_a_short_message(spec):
+    m = build(spec, Dialect.NATS, ["a"], MAX_WORDS).matcher
+    big = [b"x" * 1_000_000, list(range(1_000_000))]
+    for call in (lambda: m.subscribe(big[0], "s"), lambda: m.lookup(big[0]),
+                 lambda: m.subscribe("a", big[1])):
+        with pytest.raises(TypeError) as info:
+            call()
+        assert len(str(info.value)) <= MESSAGE_MAX, str(info.value)[:2_000]
+    assert len(m) == 0

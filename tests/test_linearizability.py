@@ -42,20 +42,21 @@ SPEC = make_spec(matches_nats)
 
 
 def make_draw(lookups_below: float = 0.95, rest: str = "snapshot",
-              writes_below: float = 0.60):
+              writes_below: float = 0.60, patterns: list[str] = PATTERNS,
+              topics: list[str] = TOPICS):
     """A draw of one seeded operation (name, argument): subscribe up to 0.35, unsubscribe up
     to ``writes_below``, lookup up to ``lookups_below``, and the ``rest`` ("snapshot" or
-    "len") after that."""
+    "len") after that; over ``patterns`` and ``topics``."""
 
     def draw(rnd: random.Random) -> tuple[str, object]:
         r = rnd.random()
-        pair = (rnd.choice(PATTERNS), rnd.choice(SUBSCRIBERS))
+        pair = (rnd.choice(patterns), rnd.choice(SUBSCRIBERS))
         if r < 0.35:
             return "subscribe", pair
         if r < writes_below:
             return "unsubscribe", pair
         if r < lookups_below:
-            return "lookup", rnd.choice(TOPICS)
+            return "lookup", rnd.choice(topics)
         return rest, None
 
     return draw
@@ -114,19 +115,20 @@ def _cstrie(rnd: random.Random) -> CSTrie:
 
 
 def run_histories(n: int, seed: int, stop_at_first: bool = False, draw=draw_op,
-                  make=_cstrie) -> dict:
+                  make=_cstrie, spec=SPEC, patterns: list[str] = PATTERNS) -> dict:
     """Record and check ``n`` histories of operations drawn by ``draw`` on tries made by
-    ``make(rnd)``; return the tally (and the first violation)."""
+    ``make(rnd)`` against ``spec``, each starting from a few pairs of ``patterns``; return
+    the tally (and the first violation)."""
     rnd = random.Random(seed)
     tally = {"histories": 0, "operations": 0, "violations": 0, "unknown": 0, "first": None}
     with switch_interval(1e-6):
         for _ in range(n):
             trie = make(rnd)
-            initial = frozenset((rnd.choice(PATTERNS), rnd.choice(SUBSCRIBERS)) for _ in range(3))
+            initial = frozenset((rnd.choice(patterns), rnd.choice(SUBSCRIBERS)) for _ in range(3))
             for p, s in initial:
                 trie.subscribe(p, s)
             history = record_history(trie, rnd, draw)
-            verdict = check(history, SPEC, initial)
+            verdict = check(history, spec, initial)
             tally["histories"] += 1
             tally["operations"] += len(history)
             if verdict is None:
@@ -266,6 +268,32 @@ def _cstrie_cached(rnd: random.Random) -> CSTrie:
 def test_cstrie_with_its_cache_histories_are_linearizable(figures):
     """Four topics over nine patterns: hits, misses and invalidations interleave."""
     _report(run_histories(HISTORIES, SEED, make=_cstrie_cached), "cached CS-trie", figures)
+
+
+# --- the AMQP empty key ----------------------------------------------------------------------
+
+# The empty key (zero words) beside the patterns that can match it ('#', '#.#': a chain of
+# '#' I-nodes once both are stored) and those that cannot: a lookup of '' reads the root's
+# branch of the reserved word and the '#' levels below it while writers change both.
+AMQP_PATTERNS = ["", "#", "#.#", "*", "*.#", "a.#", "#.a", "a", "a.b"]
+AMQP_TOPICS = ["", "", "a", "a.b"]
+AMQP_SPEC = make_spec(functools.lru_cache(maxsize=None)(lambda p, t: matches(p, t, "amqp")))
+draw_amqp = make_draw(patterns=AMQP_PATTERNS, topics=AMQP_TOPICS)
+
+
+def _cstrie_amqp(rnd: random.Random) -> CSTrie:
+    # Both leaf sizes (a split root keeps the empty key in a hash level), with and without
+    # the result cache.
+    return CSTrie("amqp", cache=rnd.random() < 0.5, cache_max=2, cache_sweep_to=1,
+                  _leaf_max=rnd.choice((1, LEAF_MAX)))
+
+
+@pytest.mark.concurrency
+@pytest.mark.timeout(900)
+def test_amqp_empty_key_histories_are_linearizable(figures):
+    _report(run_histories(HISTORIES // 2, SEED + 3, draw=draw_amqp, make=_cstrie_amqp,
+                          spec=AMQP_SPEC, patterns=AMQP_PATTERNS),
+            "AMQP empty-key CS-trie", figures)
 
 
 # --- the replicated trie ---------------------------------------------------------------------

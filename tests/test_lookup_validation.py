@@ -510,6 +510,64 @@ def test_absent_words_are_validated_too(variant, level, monkeypatch):
         assert verdict is False, "the checker accepted a lookup that mixed two instants"
 
 
+def _validate_without_the_empty_key(self, seen, words):
+    """The variant: the empty key's walk validated as a walk of zero words, which leaves the
+    root's branch of the reserved word (the pattern '') out of the check."""
+    return _validate(self, seen, [] if words == [""] else words)
+
+
+_validate = CSTrie._validate
+
+
+@pytest.mark.parametrize("variant, level", [
+    ("sound", "flat root"), ("empty key's branch not validated", "flat root"),
+    ("sound", "split root")])
+def test_the_empty_keys_branch_is_validated(variant, level, monkeypatch):
+    """AMQP: a lookup of the empty key '' reads the root (the pattern '' -> x, and the '#'
+    branch), then the I-node below '#'. Right before that second read, W1 unsubscribes
+    ('', x) at the root and W2 subscribes '#.#' -> y below '#' (the root's '#' branch stays
+    the same object). {x, y} held at no instant: the validation must see that the branch
+    of '' it took changed. The variant that validates the walk as zero words (no word at
+    the root) answers {x, y}, and the checker catches it. ``split root``: the root's words
+    are in hash levels, so the branch of '' is in a kid leaf (beside a word of the same hash
+    slice, so that the leaf stays when '' goes), which the walk reads last: then it answers
+    {y} at once, and the variant cannot differ."""
+    if variant != "sound":
+        monkeypatch.setattr(CSTrie, "_validate", _validate_without_the_empty_key)
+    t = CSTrie("amqp") if level == "flat root" else CSTrie("amqp", _leaf_max=2)
+    initial = {("#.a", "q"), ("#.b", "q"), ("", "x")}  # two below '#': an I-node there
+    if level != "flat root":
+        slot = kid_slot("", 0)
+        words = (f"w{i}" for i in range(10_000))
+        beside = next(w for w in words if kid_slot(w, 0) == slot)
+        others = [w for w in words if kid_slot(w, 0) != slot][:2]
+        initial |= {(w, "q") for w in (beside, *others)}
+    for p, x in sorted(initial):
+        t.subscribe(p, x)
+    top = gcas_read(t._read_root(), t)
+    assert (top.kids is not None) == (level != "flat root")
+    below = top.branches["#"].inode
+    assert type(below) is INode
+    clock = time.monotonic_ns
+    history: list[Op] = []
+    below.main = _TrippingRef(below.main, {1: _writes(t, [("unsub", "", "x"), ("sub", "#.#", "y")],
+                                                      history)})
+    monkeypatch.setattr(cstrie_module, "_get", lambda r: r.get())  # the quick check too
+    call = clock()
+    result = t.lookup("")
+    history.append(Op(0, "lookup", "", result, call, clock()))
+    below.main = below.main.ref
+    assert len(history) == 3, "the writes did not run inside the lookup"
+    verdict = check(history, make_spec(lambda p, x: matches(p, x, "amqp")),
+                    initial=frozenset(initial))
+    if variant == "sound":
+        assert result == frozenset({"y"}) and verdict is True, (result, verdict)
+        t.check()
+    else:
+        assert result == frozenset({"x", "y"}), result
+        assert verdict is False, "the checker accepted a lookup that mixed two instants"
+
+
 # --- threaded: progress beside a writer (both builds) -------------------------------------
 
 LOOKUPS = 200

@@ -20,7 +20,7 @@ from functools import cache
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from strategies import DIALECTS, LITERALS, SYNTAX, fuzz_text, patterns, topics
+from strategies import DIALECTS, LITERALS, SYNTAX, fuzz_text, patterns, topics, words_of
 
 import ctrie
 from ctrie import (
@@ -259,8 +259,8 @@ AMQP_VALIDATION = [
     ("$SYS.#", OK, LITERAL),
     ("*.a.#.b.*", OK, LITERAL),
     ("#.#.a", OK, LITERAL),
-    # the empty string (this package requires at least one word)
-    ("", EMPTY, EMPTY),
+    # the empty key: zero words, valid (AMQP 0-9-1: a routing key is "zero or more words")
+    ("", OK, OK),
     # empty words
     (".", EMPTY_WORD, EMPTY_WORD),
     ("..", EMPTY_WORD, EMPTY_WORD),
@@ -395,7 +395,7 @@ VALIDATION = {NATS: NATS_VALIDATION, AMQP: AMQP_VALIDATION, MQTT: MQTT_VALIDATIO
 # The rules of api.md per dialect: each must have at least one single-rule case.
 RULES = {
     NATS: {OK, EMPTY, EMPTY_WORD, WS, MULTI_LAST, LITERAL},
-    AMQP: {OK, EMPTY, EMPTY_WORD, LITERAL},
+    AMQP: {OK, EMPTY_WORD, LITERAL},
     MQTT: {OK, EMPTY, LITERAL, WHOLE, MULTI_LAST, NUL},
 }
 MIN_VALIDATION_CASES = 150
@@ -422,11 +422,10 @@ def test_validation_tables_are_large_enough(figures):
 
 
 def _check_one(validate, s: str, dialect: Dialect, kind: str, verdict: str) -> None:
-    sep = SYNTAX[dialect].sep
     for dialect_arg in (dialect, dialect.value):  # a member or its name
         if verdict == OK:
             words = validate(s, dialect_arg)
-            assert list(words) == s.split(sep), f"{kind} {s!r}: returned {words!r}"
+            assert list(words) == words_of(s, dialect), f"{kind} {s!r}: returned {words!r}"
             continue
         with pytest.raises(InvalidTopicError) as info:
             validate(s, dialect_arg)
@@ -561,6 +560,20 @@ AMQP_MATCHES = [
     ("*a", "ba", F),
     (">", ">", T),  # '>' is literal in AMQP
     ("a.>", "a.b", F),
+    # the empty key: zero words, matched by '' and by the patterns that can match zero words
+    ("", "", T),
+    ("#", "", T),
+    ("#.#", "", T),
+    ("#.#.#", "", T),
+    ("*", "", F),
+    ("*.#", "", F),
+    ("#.*", "", F),
+    ("a.#", "", F),  # '#' may take zero words, but 'a' needs one ('a.#' matches 'a')
+    ("#.a", "", F),
+    ("a", "", F),
+    ("", "a", F),  # '' matches only ''
+    ("", "a.b", F),
+    ("", "#c", F),
 ]
 
 MQTT_MATCHES = [
@@ -702,6 +715,29 @@ def test_matches_validates_both_arguments(dialect):
                 matches(SYNTAX[dialect].multi, s, dialect)
 
 
+@pytest.mark.parametrize("dialect", DIALECTS, ids=lambda d: d.value)
+def test_long_invalid_strings_give_short_messages(dialect):
+    """The validators and the reference quote a long string by its start, its length and
+    the characters around the place it broke the rule, in at most about 1,000 characters,
+    however many of them need escapes; the exception keeps the whole string."""
+    s = SYNTAX[dialect]
+    # 100,000 characters whose repr takes 10 each, then a one-level wildcard in a topic.
+    odd = "\U000e0001" * 100_000
+    topic = odd + s.sep + s.single
+    for call in (lambda: validate_topic(topic, dialect), lambda: matches("a", topic, dialect)):
+        with pytest.raises(InvalidTopicError) as info:
+            call()
+        msg = str(info.value)
+        assert len(msg) <= 1_000, (len(msg), msg[:300])
+        assert "100,002 characters" in msg and "character index 100,001" in msg, msg
+        assert "word index 1" in msg and repr(s.sep + s.single)[1:] in msg, msg
+        assert info.value.value == topic and info.value.word == 1
+    short = f"a{s.sep}{s.single}"
+    with pytest.raises(InvalidTopicError) as info:
+        validate_topic(short, dialect)
+    assert repr(short) in str(info.value) and "character index 2 (word index 1)" in str(info.value)
+
+
 # --- an independent grammar of valid patterns and topics ------------------------------------
 
 _WS = "".join(chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace())
@@ -718,8 +754,9 @@ _M_LEVEL = r"(?:[^/+#\x00]*|\+)"
 GRAMMAR = {
     (NATS, "pattern"): re.compile(rf"(?:{_N_TOKEN_NOT_GT}\.)*(?:{_N_TOKEN_NOT_GT}|>)"),
     (NATS, "topic"): re.compile(rf"{_N_LITERAL}(?:\.{_N_LITERAL})*"),
-    (AMQP, "pattern"): re.compile(r"[^.]+(?:\.[^.]+)*"),
-    (AMQP, "topic"): re.compile(rf"{_A_LITERAL}(?:\.{_A_LITERAL})*"),
+    # the empty key: zero words
+    (AMQP, "pattern"): re.compile(r"(?:[^.]+(?:\.[^.]+)*)?"),
+    (AMQP, "topic"): re.compile(rf"(?:{_A_LITERAL}(?:\.{_A_LITERAL})*)?"),
     (MQTT, "pattern"): re.compile(rf"(?=[\s\S])(?:{_M_LEVEL}/)*(?:{_M_LEVEL}|#)"),
     (MQTT, "topic"): re.compile(r"[^+#\x00]+"),
 }
@@ -772,7 +809,7 @@ def test_validators_fuzz(dialect, figures):
                 assert repr(s) in str(exc), f"{kind} {s!r}: message {str(exc)!r}"
                 valid = False
             else:
-                assert list(words) == s.split(SYNTAX[dialect].sep)
+                assert list(words) == words_of(s, dialect)
                 valid = True
             assert valid is grammar_accepts(s, dialect, kind), (
                 f"{dialect.value} {kind} {s!r}: validator says {'valid' if valid else 'invalid'}"
@@ -788,8 +825,8 @@ def test_validators_fuzz(dialect, figures):
 def brute_matches(pattern: str, topic: str, dialect: Dialect) -> bool:
     """Recursive matcher over (pattern word i, topic word j); inputs must be valid."""
     s = SYNTAX[dialect]
-    p = pattern.split(s.sep)
-    t = topic.split(s.sep)
+    p = words_of(pattern, dialect)
+    t = words_of(topic, dialect)
     if dialect is MQTT and t[0][:1] == "$" and p[0] in (s.single, s.multi):
         return False
 
@@ -830,14 +867,15 @@ def test_matches_exhaustive_small(dialect, figures):
     """Every pattern and topic of up to 3 words over the alphabet, against the brute force."""
     s = SYNTAX[dialect]
     symbols = (*LITERALS[dialect], s.single, s.multi)
-    all_patterns = []
+    all_patterns = [""] if dialect is AMQP else []  # the empty key
     for n in range(1, 4):
         for ws in itertools.product(symbols, repeat=n):
             if s.multi_last_only and s.multi in ws[:-1]:
                 continue
             if "".join(ws) or n > 1:
                 all_patterns.append(s.sep.join(ws))
-    all_topics_ = [
+    all_topics_ = [""] if dialect is AMQP else []
+    all_topics_ += [
         s.sep.join(ws)
         for n in range(1, 4)
         for ws in itertools.product(LITERALS[dialect], repeat=n)

@@ -20,7 +20,9 @@ Java and Python regexes alike). The end anchor is ``\\z`` for Java (Spark's ``rl
 ``$`` would also match before a final line terminator) and ``\\Z`` for Python's :mod:`re`,
 which the tests use to hold the translation to :func:`ctrie.matches`. Consecutive AMQP
 ``#`` words are merged (``#.#`` behaves as ``#``), which keeps backtracking polynomial for
-the pattern shapes the generator produces.
+the pattern shapes the generator produces. AMQP's empty key ``""`` (zero words) has the
+separator alone as its subject: the patterns that match zero words (``""`` and runs of
+``#``) accept it, and no other subject is a lone separator.
 
 Topics are not validated by a regex: the baseline is compared with the matcher on the
 messages the matcher routed.
@@ -71,5 +73,8 @@ def pattern_regex(pattern: str, dialect: str, flavor: str = "java") -> str:
         else:
             out.append(sep + _literal(w))
         prev = w
+    if d is Dialect.AMQP and all(w == d.multi for w in words):
+        # The empty key's subject is the separator alone (see the module docstring).
+        out[1:] = [f"(?:{sep}|{''.join(out[1:])})" if words else sep]
     out.append(_END[flavor])
     return "".join(out)
