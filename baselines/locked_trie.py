@@ -1,40 +1,23 @@
 """The NATS sublist design: a subscription trie behind one lock, with a result cache.
 
-The trie follows nats-server's ``sublist.go``. A :class:`Level` holds the children of one
-word position: literal words in a dict, plus at most one one-level-wildcard child (``pwc``:
-NATS/AMQP ``*``, MQTT ``+``) and one many-level-wildcard child (``fwc``: NATS ``>``, AMQP and
-MQTT ``#``). A :class:`Node` is the end of one pattern word: it holds the :class:`Level` of
-the following word, the plain subscribers of the pattern that ends here and its queue groups
-(queue name -> members). Nodes and levels left empty by a removal are pruned, so the trie
-holds no node that leads to no subscription.
-
-Matching walks the trie along the topic's words, branching into the ``pwc`` child beside the
-literal child and collecting the ``fwc`` child wherever the many-level wildcard may stand:
-
-- NATS and MQTT: the many-level wildcard only ends a pattern, so an ``fwc`` node never has a
-  ``next`` level and each trie level is visited at most once per lookup, with no memo.
-  NATS ``>`` needs at least one word; MQTT ``#`` also matches zero (``a/#`` matches
-  ``a``), and an MQTT ``+`` or ``#`` standing first in a filter does not match a topic whose
-  first level starts with ``$``. The walk recurses only into ``pwc`` children; a trie deeper
-  in them than the recursion limit is walked with an explicit stack instead.
-- AMQP: ``#`` stands anywhere and matches zero or more words, so an ``fwc`` node may have a
-  ``next`` level. The walk explores states (level, words consumed); an ``fwc`` node records
-  the smallest word index it has absorbed from, so every state is explored at most once and
-  ``#.a.#.b.#`` against a long topic costs O(levels x words), not an exponential number of
-  splits. The empty key ``""`` (zero words) is a pattern too: its node is the root's child
-  of the word ``""``, which no other pattern can reach (an empty word is invalid).
+The trie's levels and nodes, and the walks that match a topic against them, are in
+:mod:`baselines.sublist`; this module holds the lock, the result cache and the Matcher
+protocol around them.
 
 :class:`LockedTrie` implements the package's Matcher protocol and adds queue groups
 (:meth:`LockedTrie.match`) and NATS-style statistics (:meth:`LockedTrie.stats`).
 """
 
+# size: about 400 lines of code under a class docstring of about 110 that states the NATS
+# sublist's behaviour, the result cache's protocol and each deviation from sublist.go; the
+# trie itself (levels, nodes, walks) is baselines/sublist.py.
+
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Hashable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from functools import partial
-from types import MappingProxyType
-from typing import Any, Generic, NamedTuple, TypedDict
+from typing import Any, Generic, TypedDict
 
 from ctrie.errors import abbreviate
 from ctrie.protocol import S
@@ -48,6 +31,9 @@ from ctrie.topics import (
     topic_validator,
 )
 
+from .sublist import (Level, MatchResult, Node, add_to_node, build_result, check_levels,
+                      require, set_child, walk_anywhere, walk_terminal)
+
 __all__ = [
     "CACHE_MAX_ENTRIES",
     "CACHE_SWEEP_TARGET",
@@ -56,60 +42,13 @@ __all__ = [
     "MatchResult",
 ]
 
+
 #: The result cache may hold this many topics; one more triggers a sweep.
 CACHE_MAX_ENTRIES = 1024
+
+
 #: A sweep leaves at most this many entries (the newest still-valid ones).
 CACHE_SWEEP_TARGET = 256
-
-
-class Level:
-    """The children of one word position: literal words, ``pwc`` and ``fwc``."""
-
-    __slots__ = ("nodes", "pwc", "fwc")
-
-    def __init__(self) -> None:
-        self.nodes: dict[str, Node] = {}
-        self.pwc: Node | None = None
-        self.fwc: Node | None = None
-
-    def is_empty(self) -> bool:
-        """Whether the level has no child at all."""
-        return not self.nodes and self.pwc is None and self.fwc is None
-
-
-class Node:
-    """The end of one pattern word: the next level and the subscriptions ending here.
-
-    ``psubs`` (plain subscribers) and ``qsubs`` (queue name -> members) are ``None`` rather
-    than empty, and ``next`` is ``None`` rather than an empty level, so a node is empty, and
-    pruned, exactly when all three are ``None``.
-    """
-
-    __slots__ = ("next", "psubs", "qsubs")
-
-    def __init__(self) -> None:
-        self.next: Level | None = None
-        # (Members are Any: the trie's S is checked where subscribers come in.)
-        self.psubs: set[Any] | None = None
-        self.qsubs: dict[str, set[Any]] | None = None
-
-
-class MatchResult(NamedTuple):
-    """What :meth:`LockedTrie.match` returns for a topic.
-
-    ``plain`` holds every plain subscriber of every matching pattern, once. ``queues`` maps
-    each queue group with a member on a matching pattern to its members on matching
-    patterns; a publisher delivers to every plain subscriber and to one member of each
-    group. ``queues`` is a read-only mapping: results are shared through the cache.
-    """
-
-    plain: frozenset[Any]
-    queues: Mapping[str, frozenset[Any]]
-
-    @property
-    def fanout(self) -> int:
-        """Deliveries of one message: each plain subscriber, plus one per queue group."""
-        return len(self.plain) + len(self.queues)
 
 
 class LockedTrieStats(TypedDict):
@@ -123,11 +62,6 @@ class LockedTrieStats(TypedDict):
     cache_hit_rate: float  # share of those answered from the cache
     max_fanout: int  # largest fanout of a computed (not cached) result
     mean_fanout: float  # mean fanout of the computed results
-
-
-_EMPTY_QUEUES: Mapping[str, frozenset[Any]] = MappingProxyType({})
-_EMPTY_RESULT = MatchResult(frozenset(), _EMPTY_QUEUES)
-_new_result = tuple.__new__  # MatchResult(...) without the Python-level __new__
 
 
 class LockedTrie(Generic[S]):
@@ -266,11 +200,11 @@ class LockedTrie(Generic[S]):
         self._topic_words: Callable[[str], list[str]] = topic_validator(d)
         self._walk: Callable[[Level, list[str]], list[Node]]
         if d is Dialect.AMQP:
-            self._walk = _walk_anywhere
+            self._walk = walk_anywhere
         else:
             # NATS '>' needs one word at least; MQTT '#' also matches zero and obeys '$'.
             mqtt = d is Dialect.MQTT
-            self._walk = partial(_walk_terminal, mqtt, mqtt)
+            self._walk = partial(walk_terminal, mqtt, mqtt)
 
     # --- the Matcher protocol -----------------------------------------------------------
 
@@ -306,24 +240,24 @@ class LockedTrie(Generic[S]):
             if i == n:
                 # (``parent`` is set: the loop ran, a pattern has a word at least. Below too:
                 # ``level`` became None through it.)
-                if not _add_to_node(parent, subscriber, queue):  # type: ignore[arg-type]
+                if not add_to_node(parent, subscriber, queue):  # type: ignore[arg-type]
                     return  # already stored: nothing changes, no generation bump
             else:
                 # Build the missing words[i:] detached, leaf first, then link the branch in
                 # with one store: an exception on the way leaves the trie untouched.
                 branch = Node()
-                _add_to_node(branch, subscriber, queue)
+                add_to_node(branch, subscriber, queue)
                 for j in range(n - 1, i, -1):
                     below = Level()
-                    _set_child(below, words[j], branch, single, multi)
+                    set_child(below, words[j], branch, single, multi)
                     branch = Node()
                     branch.next = below
                 if level is None:
                     below = Level()
-                    _set_child(below, words[i], branch, single, multi)
+                    set_child(below, words[i], branch, single, multi)
                     parent.next = below  # type: ignore[union-attr]
                 else:
-                    _set_child(level, words[i], branch, single, multi)
+                    set_child(level, words[i], branch, single, multi)
             self._count += 1
             self._inserts += 1
             self._gen += 1
@@ -508,44 +442,18 @@ class LockedTrie(Generic[S]):
         valid for the current generation equals a fresh match. Works under ``python -O``.
         """
         with self._lock:
-            single, multi = self._single, self._multi
-            anywhere = self.dialect is Dialect.AMQP
-            total = 0
-            stack: list[tuple[Level, bool]] = [(self._root, True)]
-            while stack:
-                level, is_root = stack.pop()
-                _require(is_root or not level.is_empty(), "empty non-root level")
-                _require(single not in level.nodes and multi not in level.nodes, "wildcard key")
-                if level.fwc is not None and not anywhere:
-                    _require(level.fwc.next is None, "fwc node with a next level")
-                children = list(level.nodes.values())
-                children += [c for c in (level.pwc, level.fwc) if c is not None]
-                for node in children:
-                    _require(
-                        node.psubs is not None or node.qsubs is not None or node.next is not None,
-                        "empty node",
-                    )
-                    if node.psubs is not None:
-                        _require(isinstance(node.psubs, set) and bool(node.psubs), "empty psubs")
-                        total += len(node.psubs)
-                    if node.qsubs is not None:
-                        _require(bool(node.qsubs), "empty qsubs")
-                        for name, members in node.qsubs.items():
-                            _require(isinstance(name, str) and bool(name), "bad queue name")
-                            _require(bool(members), "empty queue group")
-                            total += len(members)
-                    if node.next is not None:
-                        stack.append((node.next, False))
-            _require(total == self._count, f"count {self._count} != stored {total}")
+            total = check_levels(self._root, self._single, self._multi,
+                                 self.dialect is Dialect.AMQP)
+            require(total == self._count, f"count {self._count} != stored {total}")
             cache = self._cache
             if cache is not None:
-                _require(len(cache) <= CACHE_MAX_ENTRIES, "cache over its bound")
+                require(len(cache) <= CACHE_MAX_ENTRIES, "cache over its bound")
                 for topic, (gen, plain, result) in cache.items():
-                    _require(gen <= self._gen, "cache entry from a future generation")
-                    _require(plain is result.plain, "cache entry halves disagree")
+                    require(gen <= self._gen, "cache entry from a future generation")
+                    require(plain is result.plain, "cache entry halves disagree")
                     if gen == self._gen:
-                        fresh = _build(self._walk(self._root, self._topic_words(topic)))
-                        _require(fresh == result, f"stale cache entry for {topic!r}")
+                        fresh = build_result(self._walk(self._root, self._topic_words(topic)))
+                        require(fresh == result, f"stale cache entry for {topic!r}")
 
     def __repr__(self) -> str:
         return (
@@ -558,7 +466,7 @@ class LockedTrie(Generic[S]):
     def _compute(self, topic: str, words: list[str]) -> MatchResult:
         """Walk, build, count and cache the result for a valid topic. Lock held."""
         gen = self._gen  # under the lock: no mutation can slip in before the store below
-        result = _build(self._walk(self._root, words))
+        result = build_result(self._walk(self._root, words))
         self._misses += 1
         fanout = len(result[0]) + len(result[1])
         self._fanout_total += fanout
@@ -599,274 +507,9 @@ class LockedTrie(Generic[S]):
         return join_paths(self._root, edges, self.dialect.separator)
 
 
-# --- helpers --------------------------------------------------------------------------------
-
-
-def _require(condition: bool, message: str) -> None:
-    if not condition:
-        raise AssertionError(message)
-
-
 def _check_queue(queue: object) -> None:
     if not isinstance(queue, str):
         raise TypeError(f"queue must be None or a str, not {type(queue).__name__}: "
                         f"{abbreviate(queue)}")
     if not queue:
         raise ValueError("queue must be None or a non-empty str, not ''")
-
-
-def _add_to_node(node: Node, subscriber: Hashable, queue: str | None) -> bool:
-    """Add a plain subscriber or a queue membership; False if it was already there."""
-    if queue is None:
-        members = node.psubs
-        if members is None:
-            node.psubs = {subscriber}
-            return True
-    else:
-        groups = node.qsubs
-        if groups is None:
-            node.qsubs = {queue: {subscriber}}
-            return True
-        members = groups[queue] if queue in groups else None  # not dict.get: see ctrie/_ftdict.py
-        if members is None:
-            groups[queue] = {subscriber}
-            return True
-    if subscriber in members:
-        return False
-    members.add(subscriber)
-    return True
-
-
-def _set_child(level: Level, word: str, child: Node, single: str, multi: str) -> None:
-    if word == single:
-        level.pwc = child
-    elif word == multi:
-        level.fwc = child
-    else:
-        level.nodes[word] = child
-
-
-def _walk_terminal(zero_ok: bool, dollar_rule: bool, root: Level, words: list[str]) -> list[Node]:
-    """The nodes whose patterns match ``words``: NATS and MQTT (``fwc`` ends a pattern).
-
-    ``zero_ok``: the many-level wildcard may match zero words (MQTT ``a/#`` matches ``a``).
-    ``dollar_rule``: a first-level wildcard does not match a first word starting with
-    ``$`` (MQTT). Each level is reached through one path of one length, so none is visited
-    twice and no node is returned twice. The recursive :func:`_descend` is the fast walk;
-    a trie deeper in one-level wildcards than the recursion limit falls back to the
-    iterative :func:`_walk_terminal_iterative`.
-    """
-    n = len(words)
-    hits: list[Node] = []
-    try:
-        if dollar_rule and words[0][:1] == "$":
-            # Only a literal first level can match: step over it, then descend.
-            w, nodes = words[0], root.nodes
-            node = nodes[w] if w in nodes else None  # not dict.get: see ctrie/_ftdict.py
-            if node is not None:
-                below = node.next
-                if n == 1:
-                    hits.append(node)
-                    if below is not None and below.fwc is not None:
-                        hits.append(below.fwc)  # zero_ok holds in MQTT
-                elif below is not None:
-                    _descend(below, words, 1, n, hits, zero_ok)
-        else:
-            _descend(root, words, 0, n, hits, zero_ok)
-    except RecursionError:
-        return _walk_terminal_iterative(zero_ok, dollar_rule, root, words)
-    return hits
-
-
-def _descend(
-    level: Level, words: list[str], i: int, n: int, hits: list[Node], zero_ok: bool
-) -> None:
-    """Collect into ``hits`` the nodes below ``level`` matching ``words[i:]`` (``i < n``).
-
-    The literal child is followed in the loop; the ``pwc`` child by recursion, so the
-    depth is the number of one-level wildcards on the path.
-    """
-    while True:
-        fwc = level.fwc
-        if fwc is not None:
-            hits.append(fwc)  # at least one word is left for it
-        pwc = level.pwc
-        w, nodes = words[i], level.nodes
-        node = nodes[w] if w in nodes else None  # not dict.get: see ctrie/_ftdict.py
-        i += 1
-        if i == n:
-            if pwc is not None:
-                hits.append(pwc)
-                if zero_ok:
-                    below = pwc.next
-                    if below is not None and below.fwc is not None:
-                        hits.append(below.fwc)
-            if node is not None:
-                hits.append(node)
-                if zero_ok:
-                    below = node.next
-                    if below is not None and below.fwc is not None:
-                        hits.append(below.fwc)
-            return
-        if pwc is not None:
-            below = pwc.next
-            if below is not None:
-                _descend(below, words, i, n, hits, zero_ok)
-        if node is None:
-            return
-        below = node.next
-        if below is None:
-            return
-        level = below
-
-
-def _walk_terminal_iterative(
-    zero_ok: bool, dollar_rule: bool, root: Level, words: list[str]
-) -> list[Node]:
-    """:func:`_walk_terminal` with an explicit stack of (level, words consumed) states.
-
-    Slower than the recursive walk in CPython, but bounded by memory only.
-    """
-    n = len(words)
-    hits: list[Node] = []
-    if dollar_rule and words[0][:1] == "$":
-        w, nodes = words[0], root.nodes
-        node = nodes[w] if w in nodes else None  # not dict.get: see ctrie/_ftdict.py
-        if node is None:
-            return hits
-        if n == 1:
-            hits.append(node)
-        if node.next is None:
-            return hits
-        stack = [(node.next, 1)]
-    else:
-        stack = [(root, 0)]
-    pop, push, hit = stack.pop, stack.append, hits.append
-    while stack:
-        level, i = pop()
-        while True:
-            fwc = level.fwc
-            if i == n:
-                if zero_ok and fwc is not None:
-                    hit(fwc)
-                break
-            if fwc is not None:
-                hit(fwc)
-            w = words[i]
-            i += 1
-            pwc = level.pwc
-            if pwc is not None:
-                if i == n:
-                    hit(pwc)
-                if pwc.next is not None:
-                    push((pwc.next, i))
-            nodes = level.nodes
-            node = nodes[w] if w in nodes else None  # not dict.get: see ctrie/_ftdict.py
-            if node is None:
-                break
-            if i == n:
-                hit(node)
-            below = node.next
-            if below is None:
-                break
-            level = below
-    return hits
-
-
-def _walk_anywhere(root: Level, words: list[str]) -> list[Node]:
-    """The nodes whose patterns match ``words``: AMQP (``#`` anywhere, zero or more words).
-
-    States are (level, words consumed). An ``fwc`` node entered at index ``i`` absorbs
-    ``words[i:j]`` for every ``j`` in ``i..n``: it matches (it can absorb the rest) and
-    continues at (``fwc.next``, ``j``). ``absorbed_from`` keeps the smallest ``i`` each
-    ``fwc`` node was entered at, and a later entry only adds the indices below it, so the
-    ranges are disjoint. Every level has one parent node, so every state is then pushed at
-    most once: O(levels x (n + 1)) in all, whatever the number of ``#``.
-
-    The empty key (``words == []``) is also matched by the pattern ``""``, whose node is the
-    root's child of the reserved word :data:`ctrie.topics.EMPTY_KEY_WORD`.
-    """
-    n = len(words)
-    hits: list[Node] = []
-    absorbed_from: dict[Node, int] = {}
-    stack = [(root, 0)]
-    pop, push, hit = stack.pop, stack.append, hits.append
-    while stack:
-        level, i = pop()
-        fwc = level.fwc
-        if fwc is not None:
-            start = absorbed_from[fwc] if fwc in absorbed_from else None  # not dict.get: see ctrie/_ftdict.py
-            if start is None or i < start:
-                absorbed_from[fwc] = i
-                if start is None:
-                    hit(fwc)
-                    start = n + 1
-                below = fwc.next
-                if below is not None:
-                    for j in range(i, start):
-                        push((below, j))
-        if i < n:
-            w = words[i]
-            i += 1
-            pwc = level.pwc
-            if pwc is not None:
-                if i == n:
-                    hit(pwc)
-                if pwc.next is not None:
-                    push((pwc.next, i))
-            nodes = level.nodes
-            node = nodes[w] if w in nodes else None  # not dict.get: see ctrie/_ftdict.py
-            if node is not None:
-                if i == n:
-                    hit(node)
-                if node.next is not None:
-                    push((node.next, i))
-    if not n:
-        nodes = root.nodes
-        if EMPTY_KEY_WORD in nodes:
-            hit(nodes[EMPTY_KEY_WORD])
-    return hits
-
-
-def _build(hits: list[Node]) -> MatchResult:
-    """Merge the subscribers of the matched nodes into an immutable result. O(result)."""
-    if not hits:
-        return _EMPTY_RESULT
-    if len(hits) == 1:  # the common case: no merging
-        node = hits[0]
-        members = node.psubs
-        groups = node.qsubs
-        return _new_result(
-            MatchResult,
-            (
-                _EMPTY_RESULT[0] if members is None else frozenset(members),
-                _EMPTY_QUEUES
-                if groups is None
-                else MappingProxyType({q: frozenset(m) for q, m in groups.items()}),
-            ),
-        )
-    plain: set[Any] = set()
-    queues: dict[str, set[Any]] | None = None
-    for node in hits:
-        members = node.psubs
-        if members is not None:
-            plain |= members
-        groups = node.qsubs
-        if groups is not None:
-            if queues is None:
-                queues = {}
-            for q, m in groups.items():
-                acc = queues[q] if q in queues else None  # not dict.get: see ctrie/_ftdict.py
-                if acc is None:
-                    queues[q] = set(m)
-                else:
-                    acc |= m
-    return _new_result(
-        MatchResult,
-        (
-            frozenset(plain),
-            _EMPTY_QUEUES
-            if queues is None
-            else MappingProxyType({q: frozenset(m) for q, m in queues.items()}),
-        ),
-    )
