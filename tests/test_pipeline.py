@@ -485,7 +485,7 @@ def test_route_checks_local_paths_before_starting_spark(tmp_path: Path, monkeypa
     cases = [
         (["--messages", str(tmp_path / "nope")], "--messages", "no such file"),
         (["--messages", str(tmp_path / "notes.txt")], "--messages", "cannot read"),
-        (["--messages", str(tmp_path / "empty")], "--messages", "no .parquet files"),
+        (["--messages", str(tmp_path / "empty")], "--messages", "no data files"),
         (["--messages", str(subs)], "--messages", "'message_id' is missing"),
         (["--messages", str(msgs), "--out", str(tmp_path / "full")], "--out", "not empty"),
     ]
@@ -495,3 +495,125 @@ def test_route_checks_local_paths_before_starting_spark(tmp_path: Path, monkeypa
         err = capsys.readouterr().err.strip().splitlines()
         assert rc == 2 and len(err) == 1, (extra, err)
         assert err[0].startswith(f"error: {option} ") and what in err[0], err
+
+
+# --- issue 22: nothing lost on any rerun, failure or input layout ---------------------------
+
+
+def _no_spark(monkeypatch) -> None:
+    """Make starting Spark fail the test (the checks must come first), Java or not."""
+    from experiments.pipeline import route, sparkutil
+
+    def no_spark(*args, **kwargs):
+        raise AssertionError("Spark was started")
+
+    monkeypatch.setattr(route, "session", no_spark)
+    monkeypatch.setattr(route, "java_problem", lambda: None)
+    monkeypatch.setattr(sparkutil, "java_problem", lambda: None)
+
+
+def _workload(folder: Path, dialect: str = "nats", messages: int = 400) -> Path:
+    """A small generated workload (``subscriptions/``, ``messages/``, ``workload.json``)."""
+    from experiments.pipeline.generate import Workload, generate
+
+    generate(Workload(subscriptions=60, messages=messages, dialect=dialect, seed=5,
+                      vocabulary=8, levels=(1, 3), invalid_rate=0.05), folder)
+    return folder
+
+
+def _route(wl: Path, out: Path, log=lambda _: None, **kwargs) -> dict:
+    from experiments.pipeline.route import RouteOptions, run_route
+
+    return run_route(RouteOptions(
+        subscriptions=str(wl / "subscriptions"), messages=str(kwargs.pop("messages", None)
+                                                              or wl / "messages"),
+        out=str(out), master="local[2]", conf=SPARK_CONF, partitions=2, **kwargs), log=log)
+
+
+def test_every_file_below_an_input_folder_is_routed(spark, tmp_path: Path) -> None:
+    """Plain subfolders, a subfolder of a subfolder, a partition folder beside top-level
+    files and a file of zero rows are all read; names Spark skips (_SUCCESS, .crc, a _tmp/
+    folder) are skipped; messages_in is the input files' rows by their footers."""
+    import pyarrow.parquet as pq
+
+    wl = _workload(tmp_path / "wl", messages=600)
+    table = pq.read_table(wl / "messages")
+    msgs = tmp_path / "in"
+    layout = {"part-0.parquet": (0, 100), "old/part-1.parquet": (100, 200),
+              "a/b/part-2.parquet": (200, 300), "date=2026-11-01/part-3.parquet": (300, 400),
+              "zero-rows.parquet": (400, 400), "_tmp/part-9.parquet": (500, 600),
+              "old/.part-8.parquet": (400, 500)}
+    for name, (lo, hi) in layout.items():
+        (msgs / name).parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(table.slice(lo, hi - lo), msgs / name)
+    (msgs / "_SUCCESS").write_text("")
+    out = tmp_path / "out"
+    summary = _route(wl, out, messages=msgs)
+    want, rejected, _ = _expected(_rows(wl / "subscriptions", "pattern", "subscriber"),
+                                  _rows(wl / "messages", "message_id", "topic")[:400],
+                                  Dialect.NATS)
+    assert summary["messages_in"] == 400
+    assert summary["messages_routed"] + summary["messages_rejected"] == 400
+    assert summary["messages_rejected"] == len(rejected) > 0
+    assert set(_rows(out / "deliveries", "message_id", "subscriber")) == want
+    files = summary["input_files"]["messages"]
+    assert files["files"] == 5 and files["rows"] == 400
+    assert files["subfolders"] == ["a/b", "date=2026-11-01", "old"]
+    assert files["hidden_not_read"] == ["_tmp/", "old/.part-8.parquet"]
+
+
+def test_a_stray_file_in_an_input_folder_is_one_line_before_spark(tmp_path: Path, monkeypatch,
+                                                                  capsys) -> None:
+    """A file Spark would read that is not Parquet (a README, an empty file) is one line
+    naming it, well under 2 s and before Spark starts; Spark's own files are skipped."""
+    import time
+
+    pytest.importorskip("pyarrow", reason="the checks read Parquet footers with pyarrow")
+    _no_spark(monkeypatch)
+    wl = _workload(tmp_path / "wl")
+    msgs = wl / "messages"
+    (msgs / "_SUCCESS").write_text("")
+    (msgs / ".part-00000.parquet.crc").write_bytes(b"\0")
+    for stray, why in [("README", "magic bytes"), ("part-1.parquet", "0 bytes"),
+                       ("sub/notes.txt", "magic bytes")]:
+        (msgs / stray).parent.mkdir(exist_ok=True)
+        (msgs / stray).write_text("the messages of 2026-11-01\n" if why == "magic bytes" else "")
+        t0 = time.perf_counter()
+        rc = cli.main(["route", "--subscriptions", str(wl / "subscriptions"), "--messages",
+                       str(msgs), "--out", str(tmp_path / "o")])
+        seconds = time.perf_counter() - t0
+        err = capsys.readouterr().err.strip().splitlines()
+        assert rc == 2 and len(err) == 1, err
+        assert err[0].startswith(f"error: --messages {msgs}: cannot read {msgs / stray} ")
+        assert why in err[0] and "move it out" in err[0]
+        assert seconds < 2, seconds
+        (msgs / stray).unlink()
+
+
+def test_non_local_inputs_are_listed_and_counted_through_hadoop(spark, tmp_path: Path,
+                                                                monkeypatch) -> None:
+    """The path Hadoop file systems take (hdfs://, s3a://), run on file: URIs: the same
+    files as the local listing, their rows by the footers read in the JVM, and a stray
+    file as one line."""
+    from experiments.pipeline import route, sparkutil
+
+    wl = _workload(tmp_path / "wl")
+    msgs = wl / "messages"
+    (msgs / "old" / "_tmp").mkdir(parents=True)
+    (msgs / "part-00000.parquet").rename(msgs / "old" / "part-0.parquet")
+    (msgs / "old" / "_tmp" / "README").write_text("skipped")
+    (msgs / "_SUCCESS").write_text("")
+    local = sparkutil.check_input(str(msgs), "--messages", route._MESSAGE_COLUMNS)
+    monkeypatch.setattr(sparkutil, "is_local", lambda path: False)
+    store = sparkutil.Store(spark)
+    remote = sparkutil.check_input(f"file://{msgs}", "--messages", route._MESSAGE_COLUMNS,
+                                   spark, store)
+    assert remote.rows == local.rows == 400 and len(remote.files) == len(local.files) == 1
+    assert remote.files[0].endswith("/old/part-0.parquet") and remote.folders == ("old",)
+    assert remote.hidden == local.hidden == ("old/_tmp/",)
+    assert "Hadoop" in remote.counted_by and "pyarrow" in local.counted_by
+    (msgs / "README").write_text("not parquet")
+    with pytest.raises(sparkutil.PipelineError) as err:
+        sparkutil.check_input(f"file://{msgs}", "--messages", route._MESSAGE_COLUMNS, spark,
+                              store)
+    assert "README" in str(err.value) and "\n" not in str(err.value)

@@ -33,8 +33,11 @@ message of its topics and sends only its own top topics (see :mod:`routing`): me
 topic carrying a large share of the messages is routed by one task. The deliveries partition is then renamed to ``deliveries/``; the
 rejections, histogram and per-topic figures (small) are decoded into their outputs and
 ``_routing/`` is deleted. The figures are reconciled before the summary is written:
-``messages_in`` (a count of the input) must equal ``messages_routed + messages_rejected``
-and the deliveries written must equal the sum of the fanout histogram.
+``messages_in`` (the input files' rows by their Parquet footers, not a count of the
+DataFrame that was routed) must equal ``messages_routed + messages_rejected``, the
+subscriptions read the subscription files' rows, and the deliveries written the sum of the
+fanout histogram. Which files make up an input, and how they are checked before Spark
+starts: :func:`sparkutil.check_input`.
 
 ``seconds`` in the summary is the wall time from reading the inputs to the last output
 written (Spark start-up, the in-process timing and the baseline excluded);
@@ -58,8 +61,8 @@ from pathlib import Path
 from typing import Any
 
 from . import matchers, regex, routing
-from .sparkutil import (Column, PipelineError, Store, check_input, check_local_out, is_local,
-                        java_problem, not_empty, read_checked, read_parquet, session)
+from .sparkutil import (Column, InputFiles, PipelineError, Store, check_input, check_local_out,
+                        is_local, java_problem, not_empty, read_input, read_parquet, session)
 
 __all__ = ["DEFAULT_IMPL", "IMPLS", "OUTPUTS", "RouteOptions", "route_frame", "run_route"]
 
@@ -299,9 +302,10 @@ def run_route(opts: RouteOptions, log: Callable[[str], None] | None = None) -> d
     # Whatever is local is checked now, not after Spark's start-up (seconds).
     inputs = ((opts.subscriptions, "--subscriptions", _SUBSCRIPTION_COLUMNS),
               (opts.messages, "--messages", _MESSAGE_COLUMNS))
+    checked: dict[str, InputFiles] = {}
     for path, option, columns in inputs:
         if is_local(path):
-            check_input(path, option, columns)
+            checked[option] = check_input(path, option, columns)
     out = opts.out.rstrip("/") or opts.out
     if is_local(out):
         check_local_out(out, opts.overwrite)
@@ -316,15 +320,20 @@ def run_route(opts: RouteOptions, log: Callable[[str], None] | None = None) -> d
     spark = session(opts.master, opts.conf)
     sc = spark.sparkContext
     store = Store(spark)
+    for path, option, columns in inputs:
+        if option not in checked:
+            checked[option] = check_input(path, option, columns, spark, store)
+    sub_files, msg_files = checked["--subscriptions"], checked["--messages"]
     _prepare_out(store, out, opts.overwrite)
     load_start = _load()
     t_job = time.perf_counter()
 
-    stages.start("inputs", f"reading {opts.subscriptions} and {opts.messages}")
-    subs_df, msgs = (read_checked(spark, store, path, option, columns, checked=is_local(path))
-                     for path, option, columns in inputs)
+    stages.start("inputs", f"reading {opts.subscriptions} ({sub_files.describe()}) and "
+                           f"{opts.messages} ({msg_files.describe()})")
+    subs_df = read_input(spark, sub_files, _SUBSCRIPTION_COLUMNS)
+    msgs = read_input(spark, msg_files, _MESSAGE_COLUMNS)
     sub_rows = [(r[0], r[1]) for r in subs_df.collect()]
-    messages_in = msgs.count()
+    messages_in = msg_files.rows  # by the footers: independent of what Spark reads
     max_words = opts.max_words
     if opts.matcher == "optimized_bitmap" and max_words is None:
         import re
@@ -403,15 +412,10 @@ def run_route(opts: RouteOptions, log: Callable[[str], None] | None = None) -> d
     stages.stop()
     seconds = time.perf_counter() - t_job
 
-    # Reconcile before anything claims success.
-    if messages_in != messages_routed + messages_rejected:
-        raise RuntimeError(
-            f"figures do not reconcile: messages_in {messages_in} != messages_routed "
-            f"{messages_routed} + messages_rejected {messages_rejected}")
-    hist_deliveries = sum(f * c for f, c in hist.items())
-    if deliveries != hist_deliveries:
-        raise RuntimeError(f"figures do not reconcile: {deliveries} deliveries written, the "
-                           f"fanout histogram accounts for {hist_deliveries}")
+    # Reconcile before anything claims success: the input rows counted from the files'
+    # footers (not from the DataFrame that was routed) against what the routing accounted for.
+    _reconcile(msg_files, sub_files, messages_routed, messages_rejected, len(sub_rows),
+               deliveries, hist)
 
     cores = sc.defaultParallelism
     summary: dict[str, Any] = {
@@ -445,6 +449,10 @@ def run_route(opts: RouteOptions, log: Callable[[str], None] | None = None) -> d
         "top_topics": [dict(zip(("rank", "topic", "fanout", "messages", "deliveries"), r))
                        for r in top_rows[:10]],
         "inputs": {"subscriptions": opts.subscriptions, "messages": opts.messages},
+        "input_files": {inp.option.lstrip("-"): {
+            "files": len(inp.files), "rows": inp.rows, "subfolders": list(inp.folders),
+            "hidden_not_read": list(inp.hidden), "rows_counted_by": inp.counted_by}
+            for inp in (sub_files, msg_files)},
         "outputs": {name: f"{out}/{name}" for name in
                     ("deliveries", "rejected", "rejected_subscriptions", "fanout/histogram",
                      "fanout/top_topics")},
@@ -485,6 +493,24 @@ def run_route(opts: RouteOptions, log: Callable[[str], None] | None = None) -> d
     summary["finished"] = _now()
     store.write_text(f"{out}/summary.json", json.dumps(summary, indent=2) + "\n")
     return summary
+
+
+def _reconcile(msgs: InputFiles, subs: InputFiles, routed: int, rejected: int,
+               subscriptions: int, deliveries: int, hist: dict[int, int]) -> None:
+    """Raise ``RuntimeError`` naming every figure that does not add up."""
+    wrong = []
+    if msgs.rows != routed + rejected:
+        wrong.append(f"the {len(msgs.files)} --messages files hold {msgs.rows} rows by their "
+                     f"footers, but {routed} were routed and {rejected} rejected")
+    if subs.rows != subscriptions:
+        wrong.append(f"the {len(subs.files)} --subscriptions files hold {subs.rows} rows by "
+                     f"their footers, but {subscriptions} were read")
+    hist_deliveries = sum(f * c for f, c in hist.items())
+    if deliveries != hist_deliveries:
+        wrong.append(f"{deliveries} deliveries written, the fanout histogram accounts for "
+                     f"{hist_deliveries}")
+    if wrong:
+        raise RuntimeError(f"figures do not reconcile: {'; '.join(wrong)}")
 
 
 def _run_baseline(spark: Any, store: Store, msgs: Any, setup: routing.RouteSetup,

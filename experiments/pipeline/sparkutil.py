@@ -24,13 +24,15 @@ __all__ = [
     "JAVA_HINT",
     "PipelineError",
     "Store",
+    "InputFiles",
     "check_input",
     "check_local_out",
+    "is_hidden",
     "is_local",
     "java_problem",
     "local_path",
     "not_empty",
-    "read_checked",
+    "read_input",
     "read_parquet",
     "session",
 ]
@@ -155,20 +157,40 @@ class Store:
             return []
         return [s.getPath().getName() for s in fs.listStatus(p)]
 
-    def files(self, path: str, suffix: str = ".parquet") -> list[str]:
-        """Data files below ``path`` (recursively, skipping ``_``/``.`` names), or ``[path]``
-        if it is a file."""
+    def files(self, path: str) -> tuple[list[str], list[str], list[str]]:
+        """The files Spark reads below folder ``path``, their paths relative to it, and the
+        hidden entries skipped (:func:`is_hidden`, at any depth: a hidden folder is not
+        entered); or ``[path]`` if it is a file."""
         fs, p = self._fs(path)
         if not fs.getFileStatus(p).isDirectory():
-            return [str(p.toString())]
-        out = []
-        it = fs.listFiles(p, True)
-        while it.hasNext():
-            q = it.next().getPath()
-            name = q.getName()
-            if name.endswith(suffix) and not name.startswith(("_", ".")):
-                out.append(str(q.toString()))
-        return sorted(out)
+            return [str(p.toString())], [p.getName()], []
+        found: list[tuple[str, str]] = []
+        hidden: list[str] = []
+        todo = [(p, "")]
+        while todo:
+            folder, rel = todo.pop()
+            for status in fs.listStatus(folder):
+                q = status.getPath()
+                name = f"{rel}{q.getName()}"
+                if is_hidden(q.getName()):
+                    hidden.append(name + "/" * bool(status.isDirectory()))
+                elif status.isDirectory():
+                    todo.append((q, name + "/"))
+                else:
+                    found.append((name, str(q.toString())))
+        found.sort()
+        return [f for _, f in found], [r for r, _ in found], sorted(hidden)
+
+    def parquet_rows(self, path: str) -> int:
+        """The rows of Parquet file ``path`` by its footer (parquet-hadoop, in the JVM)."""
+        jvm = self._jvm
+        _, p = self._fs(path)
+        reader = jvm.org.apache.parquet.hadoop.ParquetFileReader.open(
+            jvm.org.apache.parquet.hadoop.util.HadoopInputFile.fromPath(p, self._conf))
+        try:
+            return int(reader.getRecordCount())
+        finally:
+            reader.close()
 
     def delete(self, path: str) -> None:
         fs, p = self._fs(path)
@@ -214,26 +236,15 @@ def is_local(path: str) -> bool:
 
 
 def local_path(path: str) -> str:
-    """The local file system path of a local ``path`` (``file:`` dropped)."""
-    return urlparse(path).path if path.startswith("file:") else path
-
-
-def _schema(spark: Any, f: str, option: str, path: str) -> dict[str, str]:
-    """Column name -> Spark type name of one Parquet file."""
-    try:
-        if is_local(f):
-            import pyarrow.parquet as pq
-
-            out = {}
-            for fl in pq.read_schema(local_path(f)):
-                t = fl.type.value_type if hasattr(fl.type, "value_type") else fl.type
-                out[fl.name] = _ARROW_TO_SPARK.get(str(t), str(t))
-            return out
-        return {fl.name: fl.dataType.simpleString() for fl in read_parquet(spark, f).schema}
-    except Exception as exc:  # noqa: BLE001 - ArrowInvalid, AnalysisException and friends
-        raise PipelineError(f"{option} {path}: cannot read {f} as Parquet: "
-                            f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
-                            ) from None
+    """The local file system path of a local ``path``: ``file:``, ``file://`` and
+    ``file:///`` dropped (as text: a ``#`` or ``?`` in a folder name is no URI syntax)."""
+    if not path.startswith("file:"):
+        return path
+    rest = path[len("file:"):]
+    if rest.startswith("//"):  # file://host/path, file:///path
+        rest = rest[2:]
+        rest = rest[rest.find("/"):] if "/" in rest else "/"
+    return rest
 
 
 _GLOB = re.compile(r"([\\{}\[\]*?])")
@@ -254,43 +265,101 @@ class Column:
     cast: str
 
 
-def read_checked(spark: Any, store: Store, path: str, option: str,
-                 columns: tuple[Column, ...], checked: bool = False) -> Any:
-    """Read Parquet ``path`` (a file or a folder) and return the required columns, cast,
-    after :func:`check_input` (unless ``checked``: it was called already)."""
-    if not checked:
-        check_input(path, option, columns, spark, store)
+@dataclass(frozen=True)
+class InputFiles:
+    """One input as the run reads it: exactly these files, holding ``rows`` rows by their
+    Parquet footers (the count the routed figures are reconciled against)."""
+
+    path: str
+    option: str
+    files: tuple[str, ...]
+    rows: int
+    #: The subfolders (relative to ``path``) whose files are read.
+    folders: tuple[str, ...]
+    #: Hidden entries (relative to ``path``, a folder with a final ``/``) skipped as Spark
+    #: skips them, but for Spark's and Hadoop's own (``_SUCCESS``, ``.crc``...).
+    hidden: tuple[str, ...]
+    #: How ``rows`` was counted.
+    counted_by: str
+
+    def describe(self) -> str:
+        """``3 files, 20000 rows by their footers; subfolders read: old, date=2026-11-01``."""
+        text = (f"{len(self.files)} file{'s' * (len(self.files) != 1)}, {self.rows} rows by "
+                "their footers")
+        if self.folders:
+            shown = ", ".join(self.folders[:5]) + (", ..." if len(self.folders) > 5 else "")
+            text += f"; subfolders read: {shown}"
+        if self.hidden:
+            shown = ", ".join(self.hidden[:5]) + (", ..." if len(self.hidden) > 5 else "")
+            text += f"; hidden, not read: {shown}"
+        return text
+
+
+def is_hidden(name: str) -> bool:
+    """Whether Spark's file listing skips a file or folder of this name, as its
+    ``HadoopFSUtils.shouldFilterOutPathName`` does for data files: a name starting with ``.``
+    (``.part-0.crc``), or with ``_`` unless it holds ``=`` (``_SUCCESS``, ``_temporary``,
+    ``_metadata``; but ``_c=1`` is a partition folder), or ending with ``._COPYING_`` (a copy
+    under way)."""
+    return ((name.startswith("_") and "=" not in name) or name.startswith(".")
+            or name.endswith("._COPYING_"))
+
+
+def read_input(spark: Any, inp: InputFiles, columns: tuple[Column, ...]) -> Any:
+    """The required columns, cast, of exactly the files of ``inp`` (Spark is handed the
+    file list, not the folder, so that it reads what was checked and counted)."""
     from pyspark.sql import functions as F
 
-    df = read_parquet(spark, path)
+    df = spark.read.parquet(*[_GLOB.sub(r"\\\1", f) for f in inp.files])
     return df.select(*[F.col(c.name).cast(c.cast).alias(c.name) for c in columns])
 
 
 def check_input(path: str, option: str, columns: tuple[Column, ...], spark: Any = None,
-                store: Store | None = None) -> None:
-    """Check that Parquet ``path`` (a file or a folder) has the required columns.
+                store: Store | None = None) -> InputFiles:
+    """List the files of Parquet input ``path`` (a file or a folder), check each, and count
+    their rows by the footers.
 
-    Errors name ``option``, the file and the column: a path that does not exist, a folder
-    without Parquet files, a file without a required column, a column of the wrong type. A
-    local path needs neither ``spark`` nor ``store`` (pyarrow reads the footers), so that
-    ``route`` checks it before Spark starts.
+    A folder's files are all files below it, at any depth, but hidden ones
+    (:func:`is_hidden`, as Spark skips them): plain subfolders are read, and partition
+    folders (``date=2026-11-01/``) too, their ``key=value`` being no column the route
+    needs. Every one of them must be Parquet with the required columns; errors are one line
+    naming ``option``, the file and the column: a path that does not exist, a folder without
+    data files, a file that is not Parquet (a stray ``README``, an empty file), a file
+    without a required column, a column of the wrong type.
+
+    A local path needs neither ``spark`` nor ``store`` (pyarrow reads every footer), so that
+    ``route`` checks it before Spark starts. On another file system the files are listed
+    and every footer is read through Hadoop (parquet-hadoop in the JVM), and the schemas of
+    the first :data:`MAX_SCHEMA_CHECKS` files are checked by Spark.
     """
-    if is_local(path):
-        files = _local_files(path, option)
+    local = is_local(path)
+    if local:
+        files, relative, hidden = _local_files(path, option)
+        folder = os.path.isdir(local_path(path))
+        counted_by = "Parquet footers read with pyarrow"
     else:
-        assert spark is not None and store is not None, "a non-local path is checked by Spark"
+        if spark is None or store is None:
+            raise ValueError("a non-local path is checked through Spark: pass spark and store")
         if not store.exists(path):
             raise PipelineError(f"{option} {path}: no such file or directory")
-        files = store.files(path)
+        files, relative, hidden = store.files(path)
+        folder = store.is_dir(path)
         if not files:
-            raise PipelineError(f"{option} {path}: no .parquet files in this folder")
-    # Every file's own schema is checked, so that an error names the file (Spark reads a
-    # folder with the schema of one file and would fill a column missing elsewhere with
-    # nulls). Local files: a footer read each with pyarrow; other file systems: Spark,
-    # for at most MAX_SCHEMA_CHECKS files.
-    for f in files if is_local(path) else files[:MAX_SCHEMA_CHECKS]:
-        fields = _schema(spark, f, option, path)
-        for col in columns:
+            raise PipelineError(f"{option} {path}: {_NO_FILES}")
+        counted_by = "Parquet footers read through Hadoop (parquet-hadoop in Spark's JVM)"
+    rows = 0
+    for i, f in enumerate(files):
+        where = (option, path, f, folder)
+        if local:
+            fields, n = _local_footer(f, where)
+        else:
+            n = _hadoop_rows(store, f, where)
+            # Every file's own schema is checked where affordable, so that an error names
+            # the file (Spark reads a folder with the schema of one file and would fill a
+            # column missing elsewhere with nulls).
+            fields = _schema(spark, f, where) if i < MAX_SCHEMA_CHECKS else None
+        rows += n
+        for col in columns if fields is not None else ():
             if col.name not in fields:
                 raise PipelineError(
                     f"{option} {path}: column {col.name!r} is missing in {f} "
@@ -299,21 +368,104 @@ def check_input(path: str, option: str, columns: tuple[Column, ...], spark: Any 
                 raise PipelineError(
                     f"{option} {path}: column {col.name!r} in {f} has type "
                     f"{fields[col.name]}, expected {' or '.join(col.accepted)}")
+    folders = sorted({r.rpartition("/")[0] for r in relative} - {""})
+    return InputFiles(path, option,
+                      tuple(f"file:{os.path.abspath(f)}" if local else f for f in files), rows,
+                      tuple(folders), tuple(h for h in hidden if not _BOOKKEEPING.match(h)),
+                      counted_by)
 
 
-def _local_files(path: str, option: str) -> list[str]:
-    """The data files of local ``path`` as :meth:`Store.files` lists them."""
+#: Hidden files that Spark and Hadoop write themselves: skipped without a mention.
+_BOOKKEEPING = re.compile(r"(.*/)?(_SUCCESS|_committed_.*|_started_.*|\..*\.crc)$")
+
+_NO_FILES = ("no data files in this folder (names starting with _ or . are skipped, as "
+             "Spark skips them)")
+_STRAY = ("route reads every file below the folder whose name does not start with _ or .: "
+          "move it out, or rename it to start with _")
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+#: What a file's error names: the option, the input path, the file, whether the input is a
+#: folder (then the error says how a stray file is kept out).
+_Where = tuple[str, str, str, bool]
+
+
+def _not_parquet(where: _Where, why: str) -> PipelineError:
+    option, path, f, folder = where
+    hint = f" ({_STRAY})" if folder else ""
+    return PipelineError(f"{option} {path}: cannot read {f} as Parquet: {why}{hint}")
+
+
+def _local_footer(f: str, where: _Where) -> tuple[dict[str, str], int]:
+    """Column name -> Spark type name, and the row count, of local Parquet file ``f``."""
+    import pyarrow.parquet as pq
+
+    try:
+        meta = pq.read_metadata(f)
+        schema = meta.schema.to_arrow_schema()
+    except Exception as exc:  # noqa: BLE001 - ArrowInvalid, OSError and friends
+        raise _not_parquet(where, _one_line(exc)) from None
+    out = {}
+    for fl in schema:
+        t = fl.type.value_type if hasattr(fl.type, "value_type") else fl.type
+        out[fl.name] = _ARROW_TO_SPARK.get(str(t), str(t))
+    return out, meta.num_rows
+
+
+def _hadoop_rows(store: Store, f: str, where: _Where) -> int:
+    try:
+        return store.parquet_rows(f)
+    except Exception as exc:  # noqa: BLE001 - Py4JJavaError
+        java = getattr(exc, "java_exception", None)
+        raise _not_parquet(where, _one_line(java.toString() if java is not None else exc)
+                           ) from None
+
+
+def _schema(spark: Any, f: str, where: _Where) -> dict[str, str]:
+    """Column name -> Spark type name of one Parquet file, as Spark reads it."""
+    try:
+        return {fl.name: fl.dataType.simpleString() for fl in read_parquet(spark, f).schema}
+    except Exception as exc:  # noqa: BLE001 - AnalysisException and friends
+        raise _not_parquet(where, _one_line(exc)) from None
+
+
+def _local_files(path: str, option: str) -> tuple[list[str], list[str], list[str]]:
+    """The files of local ``path`` as :meth:`Store.files` lists them; symbolic links to
+    folders are followed (Hadoop's local file system follows them), and a folder reached
+    twice is refused (its files would be read twice)."""
     local = local_path(path)
     if not os.path.exists(local):
         raise PipelineError(f"{option} {path}: no such file or directory")
     if not os.path.isdir(local):
-        return [local]
-    files = sorted(os.path.join(folder, name) for folder, _, names in os.walk(local)
-                   for name in names
-                   if name.endswith(".parquet") and not name.startswith(("_", ".")))
-    if not files:
-        raise PipelineError(f"{option} {path}: no .parquet files in this folder")
-    return files
+        return [local], [os.path.basename(local)], []
+
+    def fail(err: OSError) -> None:
+        raise PipelineError(f"{option} {path}: cannot list {err.filename}: "
+                            f"{err.strerror or err}")
+
+    found: list[tuple[str, str]] = []
+    hidden: list[str] = []
+    seen: dict[str, str] = {}
+    for folder, dirs, names in os.walk(local, onerror=fail, followlinks=True):
+        real = os.path.realpath(folder)
+        if real in seen:
+            raise PipelineError(f"{option} {path}: {folder} is {seen[real]} again (through a "
+                                "symbolic link): its files would be read twice")
+        seen[real] = folder
+        rel = os.path.relpath(folder, local)
+        rel = "" if rel == "." else rel + "/"
+        hidden.extend(f"{rel}{d}/" for d in dirs if is_hidden(d))
+        hidden.extend(f"{rel}{n}" for n in names if is_hidden(n))
+        dirs[:] = [d for d in dirs if not is_hidden(d)]
+        found.extend((f"{rel}{n}", os.path.join(folder, n)) for n in names if not is_hidden(n))
+    if not found:
+        raise PipelineError(f"{option} {path}: {_NO_FILES}")
+    found.sort()
+    return [f for _, f in found], [r for r, _ in found], sorted(hidden)
 
 
 def not_empty(out: str, present: list[str]) -> PipelineError:
