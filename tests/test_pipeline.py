@@ -530,6 +530,69 @@ def _route(wl: Path, out: Path, log=lambda _: None, **kwargs) -> dict:
         out=str(out), master="local[2]", conf=SPARK_CONF, partitions=2, **kwargs), log=log)
 
 
+def _leftovers(out: Path) -> list[str]:
+    """Entries a run left beside ``out`` (its staging folder, the results it replaced)."""
+    return sorted(p.name for p in out.parent.iterdir() if p.name.startswith(f"{out.name}."))
+
+
+def test_route_shows_no_marker_or_summary_before_it_is_reconciled(spark, tmp_path: Path
+                                                                  ) -> None:
+    """Nothing of a run is visible at --out (no _SUCCESS of any output folder, no summary)
+    until the run is complete and reconciled: at every stage line but the last, the
+    final paths hold none of it."""
+    wl = _workload(tmp_path / "wl")
+    out = tmp_path / "out"
+    seen: list[tuple[str, list[str]]] = []
+
+    def watch(msg: str) -> None:
+        markers = ([str(p.relative_to(out)) for p in out.rglob("*")
+                    if p.name in ("_SUCCESS", "summary.json")] if out.exists() else [])
+        seen.append((msg, markers))
+
+    summary = _route(wl, out, watch)
+    early = [(msg, markers) for msg, markers in seen[:-1] if markers]
+    assert not early, f"visible at --out before the run was published: {early}"
+    assert (out / "_SUCCESS").is_file() and (out / "deliveries" / "_SUCCESS").is_file()
+    assert json.loads((out / "summary.json").read_text())["deliveries"] == summary["deliveries"]
+    assert _leftovers(out) == []
+
+
+@pytest.mark.parametrize("failure", ["interrupt", "lost row"])
+def test_a_failed_rerun_keeps_the_previous_results(spark, tmp_path: Path, monkeypatch,
+                                                   failure: str) -> None:
+    """--overwrite replaces the previous results only with a complete, reconciled run: an
+    interrupted run, or one whose routed figures do not add up to the input files' rows
+    (here Spark is made to lose a row), leaves them as they were, with nothing beside them."""
+    wl = _workload(tmp_path / "wl")
+    out = tmp_path / "out"
+    first = _route(wl, out)
+    before = _digest(out)
+    assert "summary.json" in before and first["messages_in"] == 400
+    if failure == "interrupt":
+        def log(msg: str) -> None:  # once the new deliveries are written
+            if msg.startswith("[route") and "writing fanout" in msg:
+                raise KeyboardInterrupt
+
+        with pytest.raises(KeyboardInterrupt):
+            _route(wl, out, log, overwrite=True)
+    else:
+        from pyspark.sql.readwriter import DataFrameReader
+
+        read = DataFrameReader.parquet
+
+        def lossy(self, *paths, **options):
+            df = read(self, *paths, **options)
+            if any("messages" in str(p) for p in paths):
+                return df.where("message_id is null or message_id <> 7")
+            return df
+
+        monkeypatch.setattr(DataFrameReader, "parquet", lossy)
+        with pytest.raises(RuntimeError, match="do not reconcile.*400 rows by their footers"):
+            _route(wl, out, overwrite=True)
+    assert _digest(out) == before
+    assert _leftovers(out) == []
+
+
 def test_every_file_below_an_input_folder_is_routed(spark, tmp_path: Path) -> None:
     """Plain subfolders, a subfolder of a subfolder, a partition folder beside top-level
     files and a file of zero rows are all read; names Spark skips (_SUCCESS, .crc, a _tmp/
@@ -588,6 +651,46 @@ def test_a_stray_file_in_an_input_folder_is_one_line_before_spark(tmp_path: Path
         assert why in err[0] and "move it out" in err[0]
         assert seconds < 2, seconds
         (msgs / stray).unlink()
+
+
+def test_overwrite_refuses_an_out_holding_other_files(tmp_path: Path, monkeypatch,
+                                                      capsys) -> None:
+    """--overwrite replaces --out as a whole, so an --out holding files that route does not
+    write is refused (before Spark) rather than replaced with them."""
+    pytest.importorskip("pyarrow", reason="the checks read Parquet footers with pyarrow")
+    _no_spark(monkeypatch)
+    wl = _workload(tmp_path / "wl")
+    out = tmp_path / "out"
+    (out / "deliveries").mkdir(parents=True)
+    (out / "notes.txt").write_text("mine")
+    rc = cli.main(["route", "--subscriptions", str(wl / "subscriptions"), "--messages",
+                   str(wl / "messages"), "--out", str(out), "--overwrite"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "notes.txt" in err[0] and "--out" in err[0], err
+    assert (out / "notes.txt").read_text() == "mine"
+
+
+@pytest.mark.parametrize("through", ["os", "hadoop"])
+def test_swap_in_replaces_a_folder_and_puts_it_back_on_failure(spark, tmp_path: Path,
+                                                               through: str) -> None:
+    from experiments.pipeline.sparkutil import Store, swap_in
+
+    store = Store(spark) if through == "hadoop" else None
+    name = (lambda p: f"file://{p}") if through == "hadoop" else str
+    out, stage, aside = tmp_path / "out", tmp_path / "out.new", tmp_path / "out.old"
+    out.mkdir()
+    (out / "old.txt").write_text("old")
+    stage.mkdir()
+    (stage / "new.txt").write_text("new")
+    swap_in(name(stage), name(out), name(aside), store)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    assert [p.name for p in out.iterdir()] == ["new.txt"]
+    with pytest.raises(Exception):  # noqa: B017 - a stage that is not there
+        swap_in(name(tmp_path / "missing"), name(out), name(aside), store)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    assert [p.name for p in out.iterdir()] == ["new.txt"]
+    swap_in(name(out), name(tmp_path / "fresh"), name(aside), store)  # no old folder
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fresh"]
 
 
 def test_non_local_inputs_are_listed_and_counted_through_hadoop(spark, tmp_path: Path,

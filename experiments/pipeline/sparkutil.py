@@ -32,9 +32,12 @@ __all__ = [
     "java_problem",
     "local_path",
     "not_empty",
+    "out_problem",
     "read_input",
     "read_parquet",
+    "remove_tree",
     "session",
+    "swap_in",
 ]
 
 JAVA_HINT = ("install a JDK 17 (e.g. `apt-get install openjdk-17-jre-headless`) and set "
@@ -468,21 +471,76 @@ def _local_files(path: str, option: str) -> tuple[list[str], list[str], list[str
     return [f for _, f in found], [r for r, _ in found], sorted(hidden)
 
 
+def out_problem(out: str, present: list[str], overwrite: bool,
+                ours: Iterable[str]) -> PipelineError | None:
+    """Why a run may not replace ``--out`` holding ``present``, or None. A run replaces
+    ``--out`` as a whole: it needs ``overwrite`` unless ``--out`` is empty, and then must
+    hold nothing but ``ours`` (a run's outputs) and Hadoop's ``.crc`` checksums of them."""
+    present = [n for n in present if not (n.startswith(".") and n.endswith(".crc"))]
+    if present and not overwrite:
+        return not_empty(out, present)
+    foreign = sorted(set(present) - set(ours))
+    if foreign:
+        shown = ", ".join(foreign[:6]) + (", ..." if len(foreign) > 6 else "")
+        return PipelineError(f"--out {out}: holds {shown}, which route does not write; "
+                             "--overwrite replaces the whole folder, so move them out or "
+                             "choose another --out")
+    return None
+
+
 def not_empty(out: str, present: list[str]) -> PipelineError:
     """The error for an ``--out`` that holds ``present`` and no ``--overwrite``."""
     shown = ", ".join(sorted(present)[:6]) + (", ..." if len(present) > 6 else "")
     return PipelineError(f"--out {out}: not empty (holds {shown}); pass --overwrite to "
-                         "replace the pipeline's outputs in it")
+                         "replace the outputs of the earlier run in it")
 
 
-def check_local_out(out: str, overwrite: bool) -> None:
-    """Check a local ``--out`` without Spark: it can be written (or created), and it is
-    empty unless ``overwrite`` (``route`` checks any ``--out`` again through Hadoop)."""
+def check_local_out(out: str, overwrite: bool, ours: Iterable[str]) -> None:
+    """Check a local ``--out`` without Spark (see :func:`out_problem`), and that the folder
+    holding it takes new entries: the run is written beside ``--out`` and renamed in."""
     local = local_path(out)
     why = dir_problem(local)
     if why:
         raise PipelineError(f"--out {out}: {why}")
-    present = [n for n in (os.listdir(local) if os.path.isdir(local) else [])
-               if not (n.startswith(".") and n.endswith(".crc"))]  # Hadoop's checksums
-    if present and not overwrite:
-        raise not_empty(out, present)
+    parent = os.path.dirname(os.path.abspath(local))
+    why = dir_problem(parent) if os.path.isdir(local) else None
+    if why:
+        raise PipelineError(f"--out {out}: its folder {parent} {why} (a run is written "
+                            "beside --out, then renamed in)")
+    problem = out_problem(out, os.listdir(local) if os.path.isdir(local) else [], overwrite,
+                          ours)
+    if problem:
+        raise problem
+
+
+def remove_tree(path: str, store: Store | None) -> None:
+    """Delete folder ``path`` if it exists: locally (``store`` None) or through Hadoop."""
+    if store is not None:
+        store.delete(path)
+    elif os.path.lexists(local_path(path)):
+        shutil.rmtree(local_path(path))
+
+
+def swap_in(stage: str, out: str, aside: str, store: Store | None) -> None:
+    """Put the finished folder ``stage`` in place of ``out``: an existing ``out`` is
+    renamed to ``aside``, ``stage`` renamed to ``out`` (put back if that fails), and the
+    old results deleted last. Locally (``store`` None) with ``os.rename``; elsewhere with
+    Hadoop's ``FileSystem.rename`` (atomic on HDFS; a copy on object stores such as S3)."""
+    if store is None:
+        exists, rename = (lambda p: os.path.lexists(local_path(p))), (
+            lambda a, b: os.rename(local_path(a), local_path(b)))
+    else:
+        exists, rename = store.exists, store.rename
+    if exists(aside):
+        raise RuntimeError(f"cannot move {out} aside: {aside} exists")
+    had = exists(out)
+    if had:
+        rename(out, aside)
+    try:
+        rename(stage, out)
+    except BaseException:
+        if had:
+            rename(aside, out)
+        raise
+    if had:
+        remove_tree(aside, store)
