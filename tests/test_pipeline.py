@@ -625,6 +625,46 @@ def test_every_file_below_an_input_folder_is_routed(spark, tmp_path: Path) -> No
     assert files["hidden_not_read"] == ["_tmp/", "old/.part-8.parquet"]
 
 
+def test_route_takes_the_dialect_from_workload_json(tmp_path: Path, monkeypatch,
+                                                    capsys) -> None:
+    """A --dialect that contradicts the workload.json beside the inputs is one line, before
+    Spark starts, unless --dialect-mismatch-ok; without --dialect the recorded one is used."""
+    pytest.importorskip("pyarrow", reason="generate needs the pipeline extra (pyarrow)")
+    _no_spark(monkeypatch)
+    wl = _workload(tmp_path / "wl")
+    args = ["route", "--subscriptions", str(wl / "subscriptions"), "--messages",
+            str(wl / "messages"), "--out", str(tmp_path / "o"), "--dialect", "mqtt"]
+    assert cli.main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: --dialect mqtt: "), err
+    assert str(wl / "workload.json") in err[0] and "nats" in err[0]
+    assert "--dialect-mismatch-ok" in err[0]
+    assert not (tmp_path / "o").exists()
+    from experiments.pipeline.route import choose_dialect
+
+    manifest = {str(wl / "workload.json"): "nats"}
+    assert choose_dialect(None, manifest, False)[0] == "nats"
+    assert "workload.json" in choose_dialect(None, manifest, False)[1]
+    assert choose_dialect("mqtt", manifest, True)[0] == "mqtt"
+    assert choose_dialect("nats", manifest, False) == ("nats", f"--dialect, as "
+                                                               f"{wl / 'workload.json'} says")
+    assert choose_dialect(None, {}, False)[0] == "nats"
+    with pytest.raises(Exception, match="disagree"):
+        choose_dialect(None, {"a/workload.json": "mqtt", "b/workload.json": "nats"}, False)
+
+
+def test_route_uses_the_recorded_dialect(spark, tmp_path: Path) -> None:
+    logged: list[str] = []
+    wl = _workload(tmp_path / "wl", dialect="mqtt")
+    summary = _route(wl, tmp_path / "out", logged.append)
+    assert summary["dialect"] == "mqtt"
+    assert summary["dialect_source"] == f"from {wl / 'workload.json'}"
+    assert f"dialect mqtt (from {wl / 'workload.json'})" in logged
+    forced = _route(wl, tmp_path / "forced", dialect="nats", dialect_mismatch_ok=True)
+    assert forced["dialect"] == "nats" and "--dialect-mismatch-ok" in forced["dialect_source"]
+    assert forced["deliveries"] != summary["deliveries"]
+
+
 def test_a_stray_file_in_an_input_folder_is_one_line_before_spark(tmp_path: Path, monkeypatch,
                                                                   capsys) -> None:
     """A file Spark would read that is not Parquet (a README, an empty file) is one line

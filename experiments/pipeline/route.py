@@ -112,7 +112,10 @@ class RouteOptions:
     messages: str
     out: str
     matcher: str = "cstrie"
-    dialect: str = "nats"
+    #: None: the dialect recorded in a ``workload.json`` beside the inputs, else ``nats``.
+    dialect: str | None = None
+    #: Route with ``dialect`` although a ``workload.json`` beside the inputs says otherwise.
+    dialect_mismatch_ok: bool = False
     master: str = "local[*]"
     conf: list[tuple[str, str]] = field(default_factory=list)
     impl: str = DEFAULT_IMPL
@@ -277,6 +280,83 @@ class _Stages:
             self._name = None
 
 
+#: Where ``generate`` records a workload's parameters, beside its ``messages/`` and
+#: ``subscriptions/`` folders.
+MANIFEST = "workload.json"
+
+
+def _parent(path: str) -> str:
+    """The folder holding ``path`` (a local path or a URI)."""
+    if is_local(path):
+        return os.path.dirname(os.path.abspath(local_path(path).rstrip("/") or "/"))
+    return path.rstrip("/").rpartition("/")[0]
+
+
+def _recorded_dialects(paths: list[str], store: Store | None
+                       ) -> tuple[dict[str, str], list[str]]:
+    """``workload.json`` beside each of ``paths`` -> the dialect it records (local files
+    read by Python, others through ``store``), and notes on files of that name that are no
+    manifest of ``generate`` (left out)."""
+    from ctrie import Dialect
+
+    found: dict[str, str] = {}
+    notes: list[str] = []
+    for folder in dict.fromkeys(_parent(p) for p in paths):
+        manifest = f"{folder.rstrip('/')}/{MANIFEST}"
+        try:
+            if store is None:
+                if not os.path.isfile(manifest):
+                    continue
+                with open(manifest, encoding="utf-8") as fh:
+                    text = fh.read()
+            else:
+                if not store.exists(manifest):
+                    continue
+                text = store.read_text(manifest)
+            dialect = json.loads(text)["workload"]["dialect"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            notes.append(f"note: {manifest} ignored: no workload dialect in it "
+                         f"({type(exc).__name__}: {exc})")
+            continue
+        if dialect not in {d.value for d in Dialect}:
+            raise PipelineError(f"{manifest}: records dialect {dialect!r}, which is none of "
+                                f"{', '.join(d.value for d in Dialect)}")
+        found[manifest] = dialect
+    return found, notes
+
+
+def _dialect(opts: RouteOptions, paths: list[str], store: Store | None
+             ) -> tuple[str, str, list[str]]:
+    """The dialect to route with, where it comes from, and the lines that say so."""
+    recorded, notes = _recorded_dialects(paths, store)
+    dialect, source = choose_dialect(opts.dialect, recorded, opts.dialect_mismatch_ok)
+    return dialect, source, [*notes, f"dialect {dialect} ({source})"]
+
+
+def choose_dialect(given: str | None, recorded: dict[str, str],
+                   mismatch_ok: bool) -> tuple[str, str]:
+    """The dialect to route with and where it comes from: ``given`` (``--dialect``) or
+    the one ``recorded`` in the inputs' ``workload.json`` (file -> dialect), else ``nats``.
+    ``given`` contradicting a recorded dialect is refused unless ``mismatch_ok``."""
+    if given is None:
+        if not recorded:
+            return "nats", f"the default: no {MANIFEST} beside the inputs"
+        if len(set(recorded.values())) > 1:
+            raise PipelineError(f"the inputs' {MANIFEST} files disagree ("
+                                + ", ".join(f"{m}: {d}" for m, d in recorded.items())
+                                + "): pass --dialect")
+        return next(iter(recorded.values())), f"from {', '.join(recorded)}"
+    other = {m: d for m, d in recorded.items() if d != given}
+    if not other:
+        return given, "--dialect" + (f", as {', '.join(recorded)} says" if recorded else "")
+    manifest, dialect = next(iter(other.items()))
+    if not mismatch_ok:
+        raise PipelineError(f"--dialect {given}: {manifest} records the workload as {dialect}"
+                            f"; route without --dialect to use {dialect}, or pass "
+                            f"--dialect-mismatch-ok to route it as {given} anyway")
+    return given, f"--dialect, although {manifest} says {dialect} (--dialect-mismatch-ok)"
+
+
 def _check_out(store: Store, out: str, overwrite: bool) -> None:
     """The checks of :func:`check_local_out` that Hadoop can make, for a non-local --out."""
     if store.exists(out) and not store.is_dir(out):
@@ -317,9 +397,14 @@ def run_route(opts: RouteOptions, log: Callable[[str], None] | None = None) -> d
     for path, option, columns in inputs:
         if is_local(path):
             checked[option] = check_input(path, option, columns)
+    paths = [opts.messages, opts.subscriptions]
+    dialect, source, said = (_dialect(opts, paths, None) if all(is_local(p) for p in paths)
+                             else (None, None, []))
     out = opts.out.rstrip("/") or opts.out
     if is_local(out):
         check_local_out(out, opts.overwrite, OUTPUTS)
+    for line in said:  # after the checks: an error is one line
+        log(line)
 
     started = _now()
     stages = _Stages(7 + bool(opts.inprocess) + bool(opts.baseline), log)
@@ -329,6 +414,10 @@ def run_route(opts: RouteOptions, log: Callable[[str], None] | None = None) -> d
     for path, option, columns in inputs:
         if option not in checked:
             checked[option] = check_input(path, option, columns, spark, store)
+    if dialect is None:
+        dialect, source, said = _dialect(opts, paths, store)
+        for line in said:
+            log(line)
     if is_local(out):
         local_out = os.path.abspath(local_path(out))
         os.makedirs(os.path.dirname(local_out), exist_ok=True)
@@ -340,7 +429,8 @@ def run_route(opts: RouteOptions, log: Callable[[str], None] | None = None) -> d
     stage = f"{final}.incomplete-{tag}"  # beside --out: the same file system, a cheap rename
     published = False
     try:
-        summary = _route_into(spark, store, opts, opts.dialect, checked, stage, out, stages)
+        summary = _route_into(spark, store, opts, dialect, checked, stage, out, stages)
+        summary["dialect_source"] = source
         summary["started"] = started
         summary["finished"] = _now()
         store.write_text(f"{stage}/summary.json", json.dumps(summary, indent=2) + "\n")
