@@ -640,7 +640,7 @@ def test_route_takes_the_dialect_from_workload_json(tmp_path: Path, monkeypatch,
     assert str(wl / "workload.json") in err[0] and "nats" in err[0]
     assert "--dialect-mismatch-ok" in err[0]
     assert not (tmp_path / "o").exists()
-    from experiments.pipeline.route import choose_dialect
+    from experiments.pipeline.inputs import choose_dialect
 
     manifest = {str(wl / "workload.json"): "nats"}
     assert choose_dialect(None, manifest, False)[0] == "nats"
@@ -738,7 +738,7 @@ def test_non_local_inputs_are_listed_and_counted_through_hadoop(spark, tmp_path:
     """The path Hadoop file systems take (hdfs://, s3a://), run on file: URIs: the same
     files as the local listing, their rows by the footers read in the JVM, and a stray
     file as one line."""
-    from experiments.pipeline import route, sparkutil
+    from experiments.pipeline import inputs, route, sparkutil
 
     wl = _workload(tmp_path / "wl")
     msgs = wl / "messages"
@@ -746,17 +746,16 @@ def test_non_local_inputs_are_listed_and_counted_through_hadoop(spark, tmp_path:
     (msgs / "part-00000.parquet").rename(msgs / "old" / "part-0.parquet")
     (msgs / "old" / "_tmp" / "README").write_text("skipped")
     (msgs / "_SUCCESS").write_text("")
-    local = sparkutil.check_input(str(msgs), "--messages", route._MESSAGE_COLUMNS)
-    monkeypatch.setattr(sparkutil, "is_local", lambda path: False)
+    local = inputs.check_input(str(msgs), "--messages", route._MESSAGE_COLUMNS)
+    monkeypatch.setattr(inputs, "is_local", lambda path: False)
     store = sparkutil.Store(spark)
-    remote = sparkutil.check_input(f"file://{msgs}", "--messages", route._MESSAGE_COLUMNS,
-                                   spark, store)
+    remote = inputs.check_input(f"file://{msgs}", "--messages", route._MESSAGE_COLUMNS, spark,
+                                store)
     assert remote.rows == local.rows == 400 and len(remote.files) == len(local.files) == 1
     assert remote.files[0].endswith("/old/part-0.parquet") and remote.folders == ("old",)
     assert remote.hidden == local.hidden == ("old/_tmp/",)
     assert "Hadoop" in remote.counted_by and "pyarrow" in local.counted_by
     (msgs / "README").write_text("not parquet")
     with pytest.raises(sparkutil.PipelineError) as err:
-        sparkutil.check_input(f"file://{msgs}", "--messages", route._MESSAGE_COLUMNS, spark,
-                              store)
+        inputs.check_input(f"file://{msgs}", "--messages", route._MESSAGE_COLUMNS, spark, store)
     assert "README" in str(err.value) and "\n" not in str(err.value)

@@ -38,7 +38,7 @@ DataFrame that was routed) must equal ``messages_routed + messages_rejected``, t
 subscriptions read the subscription files' rows, and the deliveries written the sum of the
 fanout histogram. All of it is written into a staging folder beside ``--out`` and swapped
 in only once reconciled (see :func:`run_route`). Which files make up an input, and how they
-are checked before Spark starts: :func:`sparkutil.check_input`.
+are checked before Spark starts: :func:`inputs.check_input`.
 
 ``seconds`` in the summary is the wall time from reading the inputs to the last output
 written (Spark start-up, the in-process timing and the baseline excluded);
@@ -62,9 +62,9 @@ from pathlib import Path
 from typing import Any
 
 from . import matchers, regex, routing
-from .sparkutil import (Column, InputFiles, PipelineError, Store, check_input, check_local_out,
-                        is_local, java_problem, local_path, out_problem, read_input,
-                        read_parquet, remove_tree, session, swap_in)
+from .inputs import Column, InputFiles, check_input, input_dialect, read_input
+from .sparkutil import (PipelineError, Store, check_local_out, is_local, java_problem,
+                        local_path, out_problem, read_parquet, remove_tree, session, swap_in)
 
 __all__ = ["DEFAULT_IMPL", "IMPLS", "OUTPUTS", "RouteOptions", "route_frame", "run_route"]
 
@@ -280,83 +280,6 @@ class _Stages:
             self._name = None
 
 
-#: Where ``generate`` records a workload's parameters, beside its ``messages/`` and
-#: ``subscriptions/`` folders.
-MANIFEST = "workload.json"
-
-
-def _parent(path: str) -> str:
-    """The folder holding ``path`` (a local path or a URI)."""
-    if is_local(path):
-        return os.path.dirname(os.path.abspath(local_path(path).rstrip("/") or "/"))
-    return path.rstrip("/").rpartition("/")[0]
-
-
-def _recorded_dialects(paths: list[str], store: Store | None
-                       ) -> tuple[dict[str, str], list[str]]:
-    """``workload.json`` beside each of ``paths`` -> the dialect it records (local files
-    read by Python, others through ``store``), and notes on files of that name that are no
-    manifest of ``generate`` (left out)."""
-    from ctrie import Dialect
-
-    found: dict[str, str] = {}
-    notes: list[str] = []
-    for folder in dict.fromkeys(_parent(p) for p in paths):
-        manifest = f"{folder.rstrip('/')}/{MANIFEST}"
-        try:
-            if store is None:
-                if not os.path.isfile(manifest):
-                    continue
-                with open(manifest, encoding="utf-8") as fh:
-                    text = fh.read()
-            else:
-                if not store.exists(manifest):
-                    continue
-                text = store.read_text(manifest)
-            dialect = json.loads(text)["workload"]["dialect"]
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            notes.append(f"note: {manifest} ignored: no workload dialect in it "
-                         f"({type(exc).__name__}: {exc})")
-            continue
-        if dialect not in {d.value for d in Dialect}:
-            raise PipelineError(f"{manifest}: records dialect {dialect!r}, which is none of "
-                                f"{', '.join(d.value for d in Dialect)}")
-        found[manifest] = dialect
-    return found, notes
-
-
-def _dialect(opts: RouteOptions, paths: list[str], store: Store | None
-             ) -> tuple[str, str, list[str]]:
-    """The dialect to route with, where it comes from, and the lines that say so."""
-    recorded, notes = _recorded_dialects(paths, store)
-    dialect, source = choose_dialect(opts.dialect, recorded, opts.dialect_mismatch_ok)
-    return dialect, source, [*notes, f"dialect {dialect} ({source})"]
-
-
-def choose_dialect(given: str | None, recorded: dict[str, str],
-                   mismatch_ok: bool) -> tuple[str, str]:
-    """The dialect to route with and where it comes from: ``given`` (``--dialect``) or
-    the one ``recorded`` in the inputs' ``workload.json`` (file -> dialect), else ``nats``.
-    ``given`` contradicting a recorded dialect is refused unless ``mismatch_ok``."""
-    if given is None:
-        if not recorded:
-            return "nats", f"the default: no {MANIFEST} beside the inputs"
-        if len(set(recorded.values())) > 1:
-            raise PipelineError(f"the inputs' {MANIFEST} files disagree ("
-                                + ", ".join(f"{m}: {d}" for m, d in recorded.items())
-                                + "): pass --dialect")
-        return next(iter(recorded.values())), f"from {', '.join(recorded)}"
-    other = {m: d for m, d in recorded.items() if d != given}
-    if not other:
-        return given, "--dialect" + (f", as {', '.join(recorded)} says" if recorded else "")
-    manifest, dialect = next(iter(other.items()))
-    if not mismatch_ok:
-        raise PipelineError(f"--dialect {given}: {manifest} records the workload as {dialect}"
-                            f"; route without --dialect to use {dialect}, or pass "
-                            f"--dialect-mismatch-ok to route it as {given} anyway")
-    return given, f"--dialect, although {manifest} says {dialect} (--dialect-mismatch-ok)"
-
-
 def _check_out(store: Store, out: str, overwrite: bool) -> None:
     """The checks of :func:`check_local_out` that Hadoop can make, for a non-local --out."""
     if store.exists(out) and not store.is_dir(out):
@@ -398,8 +321,9 @@ def run_route(opts: RouteOptions, log: Callable[[str], None] | None = None) -> d
         if is_local(path):
             checked[option] = check_input(path, option, columns)
     paths = [opts.messages, opts.subscriptions]
-    dialect, source, said = (_dialect(opts, paths, None) if all(is_local(p) for p in paths)
-                             else (None, None, []))
+    dialect, source, said = (
+        input_dialect(opts.dialect, opts.dialect_mismatch_ok, paths, None)
+        if all(is_local(p) for p in paths) else (None, None, []))
     out = opts.out.rstrip("/") or opts.out
     if is_local(out):
         check_local_out(out, opts.overwrite, OUTPUTS)
@@ -415,7 +339,8 @@ def run_route(opts: RouteOptions, log: Callable[[str], None] | None = None) -> d
         if option not in checked:
             checked[option] = check_input(path, option, columns, spark, store)
     if dialect is None:
-        dialect, source, said = _dialect(opts, paths, store)
+        dialect, source, said = input_dialect(opts.dialect, opts.dialect_mismatch_ok, paths,
+                                              store)
         for line in said:
             log(line)
     if is_local(out):
