@@ -713,7 +713,7 @@ def test_overwrite_refuses_an_out_holding_other_files(tmp_path: Path, monkeypatc
 @pytest.mark.parametrize("through", ["os", "hadoop"])
 def test_swap_in_replaces_a_folder_and_puts_it_back_on_failure(spark, tmp_path: Path,
                                                                through: str) -> None:
-    from experiments.pipeline.sparkutil import Store, swap_in
+    from experiments.pipeline.sparkutil import Store, remove_tree, swap_in
 
     store = Store(spark) if through == "hadoop" else None
     name = (lambda p: f"file://{p}") if through == "hadoop" else str
@@ -722,15 +722,29 @@ def test_swap_in_replaces_a_folder_and_puts_it_back_on_failure(spark, tmp_path: 
     (out / "old.txt").write_text("old")
     stage.mkdir()
     (stage / "new.txt").write_text("new")
-    swap_in(name(stage), name(out), name(aside), store)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    assert swap_in(name(stage), name(out), name(aside), store)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "out.old"]
     assert [p.name for p in out.iterdir()] == ["new.txt"]
+    assert [p.name for p in aside.iterdir()] == ["old.txt"]
+    remove_tree(name(aside), store)
     with pytest.raises(Exception):  # noqa: B017 - a stage that is not there
         swap_in(name(tmp_path / "missing"), name(out), name(aside), store)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
     assert [p.name for p in out.iterdir()] == ["new.txt"]
-    swap_in(name(out), name(tmp_path / "fresh"), name(aside), store)  # no old folder
+    assert not swap_in(name(out), name(tmp_path / "fresh"), name(aside), store)  # no old one
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fresh"]
+
+
+def test_an_out_that_is_a_symbolic_link_stays_one(spark, tmp_path: Path) -> None:
+    """The link's target is replaced (beside it), and the link then names the new run."""
+    wl = _workload(tmp_path / "wl")
+    (tmp_path / "disk" / "routed").mkdir(parents=True)
+    (tmp_path / "routed").symlink_to(tmp_path / "disk" / "routed")
+    _route(wl, tmp_path / "routed")
+    summary = _route(wl, tmp_path / "routed", overwrite=True)
+    assert (tmp_path / "routed").is_symlink()
+    assert json.loads((tmp_path / "routed" / "summary.json").read_text()) == summary
+    assert sorted(p.name for p in (tmp_path / "disk").iterdir()) == ["routed"]
 
 
 def test_non_local_inputs_are_listed_and_counted_through_hadoop(spark, tmp_path: Path,

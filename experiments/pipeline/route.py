@@ -343,8 +343,8 @@ def run_route(opts: RouteOptions, log: Callable[[str], None] | None = None) -> d
                                               store)
         for line in said:
             log(line)
-    if is_local(out):
-        local_out = os.path.abspath(local_path(out))
+    if is_local(out):  # an --out that is a symbolic link stays one, to the new results
+        local_out = os.path.realpath(local_path(out))
         os.makedirs(os.path.dirname(local_out), exist_ok=True)
         final, fs = f"file:{local_out}", None
     else:
@@ -361,8 +361,15 @@ def run_route(opts: RouteOptions, log: Callable[[str], None] | None = None) -> d
         store.write_text(f"{stage}/summary.json", json.dumps(summary, indent=2) + "\n")
         stages.start("publish", f"replacing {out} with the new run" if opts.overwrite
                      else f"moving the new run to {out}")
-        swap_in(stage, final, f"{final}.previous-{tag}", fs)
+        previous = f"{final}.previous-{tag}"
+        replaced = swap_in(stage, final, previous, fs)
         published = True
+        if replaced:
+            try:
+                remove_tree(previous, fs)
+            except Exception as exc:  # noqa: BLE001 - the new results are in place
+                log(f"note: could not delete the previous results, moved to {previous} "
+                    f"({exc}): delete them")
         store.write_text(f"{final}/_SUCCESS", "")  # last: the run's own marker
         stages.stop()
     finally:

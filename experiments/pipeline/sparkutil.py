@@ -295,7 +295,7 @@ def check_local_out(out: str, overwrite: bool, ours: Iterable[str]) -> None:
     why = dir_problem(local)
     if why:
         raise PipelineError(f"--out {out}: {why}")
-    parent = os.path.dirname(os.path.abspath(local))
+    parent = os.path.dirname(os.path.realpath(local))  # a link's target is what is replaced
     why = dir_problem(parent) if os.path.isdir(local) else None
     if why:
         raise PipelineError(f"--out {out}: its folder {parent} {why} (a run is written "
@@ -308,17 +308,22 @@ def check_local_out(out: str, overwrite: bool, ours: Iterable[str]) -> None:
 
 def remove_tree(path: str, store: Store | None) -> None:
     """Delete folder ``path`` if it exists: locally (``store`` None) or through Hadoop."""
+    local = local_path(path)
     if store is not None:
         store.delete(path)
-    elif os.path.lexists(local_path(path)):
-        shutil.rmtree(local_path(path))
+    elif os.path.islink(local):
+        os.unlink(local)
+    elif os.path.lexists(local):
+        shutil.rmtree(local)
 
 
-def swap_in(stage: str, out: str, aside: str, store: Store | None) -> None:
+def swap_in(stage: str, out: str, aside: str, store: Store | None) -> bool:
     """Put the finished folder ``stage`` in place of ``out``: an existing ``out`` is
-    renamed to ``aside``, ``stage`` renamed to ``out`` (put back if that fails), and the
-    old results deleted last. Locally (``store`` None) with ``os.rename``; elsewhere with
-    Hadoop's ``FileSystem.rename`` (atomic on HDFS; a copy on object stores such as S3)."""
+    renamed to ``aside``, then ``stage`` renamed to ``out`` (``aside`` put back if that
+    fails). Return whether there was an ``out``: the caller deletes ``aside`` then, once
+    the new results are in place. Locally (``store`` None) with ``os.rename``; elsewhere
+    with Hadoop's ``FileSystem.rename`` (atomic on HDFS; a copy on object stores such as
+    S3)."""
     if store is None:
         exists, rename = (lambda p: os.path.lexists(local_path(p))), (
             lambda a, b: os.rename(local_path(a), local_path(b)))
@@ -335,5 +340,4 @@ def swap_in(stage: str, out: str, aside: str, store: Store | None) -> None:
         if had:
             rename(aside, out)
         raise
-    if had:
-        remove_tree(aside, store)
+    return had
