@@ -490,7 +490,7 @@ def test_route_checks_local_paths_before_starting_spark(tmp_path: Path, monkeypa
     cases = [
         (["--messages", str(tmp_path / "nope")], "--messages", "no such file"),
         (["--messages", str(tmp_path / "notes.txt")], "--messages", "cannot read"),
-        (["--messages", str(tmp_path / "empty")], "--messages", "no .parquet files"),
+        (["--messages", str(tmp_path / "empty")], "--messages", "no data files"),
         (["--messages", str(subs)], "--messages", "'message_id' is missing"),
         (["--messages", str(msgs), "--out", str(tmp_path / "full")], "--out", "not empty"),
     ]
@@ -500,3 +500,281 @@ def test_route_checks_local_paths_before_starting_spark(tmp_path: Path, monkeypa
         err = capsys.readouterr().err.strip().splitlines()
         assert rc == 2 and len(err) == 1, (extra, err)
         assert err[0].startswith(f"error: {option} ") and what in err[0], err
+
+
+# --- issue 22: nothing lost on any rerun, failure or input layout ---------------------------
+
+
+def _no_spark(monkeypatch) -> None:
+    """Make starting Spark fail the test (the checks must come first), Java or not."""
+    from experiments.pipeline import route, sparkutil
+
+    def no_spark(*args, **kwargs):
+        raise AssertionError("Spark was started")
+
+    monkeypatch.setattr(route, "session", no_spark)
+    monkeypatch.setattr(route, "java_problem", lambda: None)
+    monkeypatch.setattr(sparkutil, "java_problem", lambda: None)
+
+
+def _workload(folder: Path, dialect: str = "nats", messages: int = 400) -> Path:
+    """A small generated workload (``subscriptions/``, ``messages/``, ``workload.json``)."""
+    from experiments.pipeline.generate import Workload, generate
+
+    generate(Workload(subscriptions=60, messages=messages, dialect=dialect, seed=5,
+                      vocabulary=8, levels=(1, 3), invalid_rate=0.05), folder)
+    return folder
+
+
+def _route(wl: Path, out: Path, log=lambda _: None, **kwargs) -> dict:
+    from experiments.pipeline.route import RouteOptions, run_route
+
+    return run_route(RouteOptions(
+        subscriptions=str(wl / "subscriptions"), messages=str(kwargs.pop("messages", None)
+                                                              or wl / "messages"),
+        out=str(out), master="local[2]", conf=SPARK_CONF, partitions=2, **kwargs), log=log)
+
+
+def _leftovers(out: Path) -> list[str]:
+    """Entries a run left beside ``out`` (its staging folder, the results it replaced)."""
+    return sorted(p.name for p in out.parent.iterdir() if p.name.startswith(f"{out.name}."))
+
+
+def test_route_shows_no_marker_or_summary_before_it_is_reconciled(spark, tmp_path: Path
+                                                                  ) -> None:
+    """Nothing of a run is visible at --out (no _SUCCESS of any output folder, no summary)
+    until the run is complete and reconciled: at every stage line but the last, the
+    final paths hold none of it."""
+    wl = _workload(tmp_path / "wl")
+    out = tmp_path / "out"
+    seen: list[tuple[str, list[str]]] = []
+
+    def watch(msg: str) -> None:
+        markers = ([str(p.relative_to(out)) for p in out.rglob("*")
+                    if p.name in ("_SUCCESS", "summary.json")] if out.exists() else [])
+        seen.append((msg, markers))
+
+    summary = _route(wl, out, watch)
+    early = [(msg, markers) for msg, markers in seen[:-1] if markers]
+    assert not early, f"visible at --out before the run was published: {early}"
+    assert (out / "_SUCCESS").is_file() and (out / "deliveries" / "_SUCCESS").is_file()
+    assert json.loads((out / "summary.json").read_text())["deliveries"] == summary["deliveries"]
+    assert _leftovers(out) == []
+
+
+@pytest.mark.parametrize("failure", ["interrupt", "lost row"])
+def test_a_failed_rerun_keeps_the_previous_results(spark, tmp_path: Path, monkeypatch,
+                                                   failure: str) -> None:
+    """--overwrite replaces the previous results only with a complete, reconciled run: an
+    interrupted run, or one whose routed figures do not add up to the input files' rows
+    (here Spark is made to lose a row), leaves them as they were, with nothing beside them."""
+    wl = _workload(tmp_path / "wl")
+    out = tmp_path / "out"
+    first = _route(wl, out)
+    before = _digest(out)
+    assert "summary.json" in before and first["messages_in"] == 400
+    if failure == "interrupt":
+        def log(msg: str) -> None:  # once the new deliveries are written
+            if msg.startswith("[route") and "writing fanout" in msg:
+                raise KeyboardInterrupt
+
+        with pytest.raises(KeyboardInterrupt):
+            _route(wl, out, log, overwrite=True)
+    else:
+        from pyspark.sql.readwriter import DataFrameReader
+
+        read = DataFrameReader.parquet
+
+        def lossy(self, *paths, **options):
+            df = read(self, *paths, **options)
+            if any("messages" in str(p) for p in paths):
+                return df.where("message_id is null or message_id <> 7")
+            return df
+
+        monkeypatch.setattr(DataFrameReader, "parquet", lossy)
+        with pytest.raises(RuntimeError, match="do not reconcile.*400 rows by their footers"):
+            _route(wl, out, overwrite=True)
+    assert _digest(out) == before
+    assert _leftovers(out) == []
+
+
+def test_every_file_below_an_input_folder_is_routed(spark, tmp_path: Path) -> None:
+    """Plain subfolders, a subfolder of a subfolder, a partition folder beside top-level
+    files and a file of zero rows are all read; names Spark skips (_SUCCESS, .crc, a _tmp/
+    folder) are skipped; messages_in is the input files' rows by their footers."""
+    import pyarrow.parquet as pq
+
+    wl = _workload(tmp_path / "wl", messages=600)
+    table = pq.read_table(wl / "messages")
+    msgs = tmp_path / "in"
+    layout = {"part-0.parquet": (0, 100), "old/part-1.parquet": (100, 200),
+              "a/b/part-2.parquet": (200, 300), "date=2026-11-01/part-3.parquet": (300, 400),
+              "zero-rows.parquet": (400, 400), "_tmp/part-9.parquet": (500, 600),
+              "old/.part-8.parquet": (400, 500)}
+    for name, (lo, hi) in layout.items():
+        (msgs / name).parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(table.slice(lo, hi - lo), msgs / name)
+    (msgs / "_SUCCESS").write_text("")
+    out = tmp_path / "out"
+    summary = _route(wl, out, messages=msgs)
+    want, rejected, _ = _expected(_rows(wl / "subscriptions", "pattern", "subscriber"),
+                                  _rows(wl / "messages", "message_id", "topic")[:400],
+                                  Dialect.NATS)
+    assert summary["messages_in"] == 400
+    assert summary["messages_routed"] + summary["messages_rejected"] == 400
+    assert summary["messages_rejected"] == len(rejected) > 0
+    assert set(_rows(out / "deliveries", "message_id", "subscriber")) == want
+    files = summary["input_files"]["messages"]
+    assert files["files"] == 5 and files["rows"] == 400
+    assert files["subfolders"] == ["a/b", "date=2026-11-01", "old"]
+    assert files["hidden_not_read"] == ["_tmp/", "old/.part-8.parquet"]
+
+
+def test_route_takes_the_dialect_from_workload_json(tmp_path: Path, monkeypatch,
+                                                    capsys) -> None:
+    """A --dialect that contradicts the workload.json beside the inputs is one line, before
+    Spark starts, unless --dialect-mismatch-ok; without --dialect the recorded one is used."""
+    pytest.importorskip("pyarrow", reason="generate needs the pipeline extra (pyarrow)")
+    _no_spark(monkeypatch)
+    wl = _workload(tmp_path / "wl")
+    args = ["route", "--subscriptions", str(wl / "subscriptions"), "--messages",
+            str(wl / "messages"), "--out", str(tmp_path / "o"), "--dialect", "mqtt"]
+    assert cli.main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: --dialect mqtt: "), err
+    assert str(wl / "workload.json") in err[0] and "nats" in err[0]
+    assert "--dialect-mismatch-ok" in err[0]
+    assert not (tmp_path / "o").exists()
+    from experiments.pipeline.inputs import choose_dialect
+
+    manifest = {str(wl / "workload.json"): "nats"}
+    assert choose_dialect(None, manifest, False)[0] == "nats"
+    assert "workload.json" in choose_dialect(None, manifest, False)[1]
+    assert choose_dialect("mqtt", manifest, True)[0] == "mqtt"
+    assert choose_dialect("nats", manifest, False) == ("nats", f"--dialect, as "
+                                                               f"{wl / 'workload.json'} says")
+    assert choose_dialect(None, {}, False)[0] == "nats"
+    with pytest.raises(Exception, match="disagree"):
+        choose_dialect(None, {"a/workload.json": "mqtt", "b/workload.json": "nats"}, False)
+
+
+def test_route_uses_the_recorded_dialect(spark, tmp_path: Path) -> None:
+    logged: list[str] = []
+    wl = _workload(tmp_path / "wl", dialect="mqtt")
+    summary = _route(wl, tmp_path / "out", logged.append)
+    assert summary["dialect"] == "mqtt"
+    assert summary["dialect_source"] == f"from {wl / 'workload.json'}"
+    assert f"dialect mqtt (from {wl / 'workload.json'})" in logged
+    forced = _route(wl, tmp_path / "forced", dialect="nats", dialect_mismatch_ok=True)
+    assert forced["dialect"] == "nats" and "--dialect-mismatch-ok" in forced["dialect_source"]
+    assert forced["deliveries"] != summary["deliveries"]
+
+
+def test_a_stray_file_in_an_input_folder_is_one_line_before_spark(tmp_path: Path, monkeypatch,
+                                                                  capsys) -> None:
+    """A file Spark would read that is not Parquet (a README, an empty file) is one line
+    naming it, well under 2 s and before Spark starts; Spark's own files are skipped."""
+    import time
+
+    pytest.importorskip("pyarrow", reason="the checks read Parquet footers with pyarrow")
+    _no_spark(monkeypatch)
+    wl = _workload(tmp_path / "wl")
+    msgs = wl / "messages"
+    (msgs / "_SUCCESS").write_text("")
+    (msgs / ".part-00000.parquet.crc").write_bytes(b"\0")
+    for stray, why in [("README", "magic bytes"), ("part-1.parquet", "0 bytes"),
+                       ("sub/notes.txt", "magic bytes")]:
+        (msgs / stray).parent.mkdir(exist_ok=True)
+        (msgs / stray).write_text("the messages of 2026-11-01\n" if why == "magic bytes" else "")
+        t0 = time.perf_counter()
+        rc = cli.main(["route", "--subscriptions", str(wl / "subscriptions"), "--messages",
+                       str(msgs), "--out", str(tmp_path / "o")])
+        seconds = time.perf_counter() - t0
+        err = capsys.readouterr().err.strip().splitlines()
+        assert rc == 2 and len(err) == 1, err
+        assert err[0].startswith(f"error: --messages {msgs}: cannot read {msgs / stray} ")
+        assert why in err[0] and "move it out" in err[0]
+        assert seconds < 2, seconds
+        (msgs / stray).unlink()
+
+
+def test_overwrite_refuses_an_out_holding_other_files(tmp_path: Path, monkeypatch,
+                                                      capsys) -> None:
+    """--overwrite replaces --out as a whole, so an --out holding files that route does not
+    write is refused (before Spark) rather than replaced with them."""
+    pytest.importorskip("pyarrow", reason="the checks read Parquet footers with pyarrow")
+    _no_spark(monkeypatch)
+    wl = _workload(tmp_path / "wl")
+    out = tmp_path / "out"
+    (out / "deliveries").mkdir(parents=True)
+    (out / "notes.txt").write_text("mine")
+    rc = cli.main(["route", "--subscriptions", str(wl / "subscriptions"), "--messages",
+                   str(wl / "messages"), "--out", str(out), "--overwrite"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "notes.txt" in err[0] and "--out" in err[0], err
+    assert (out / "notes.txt").read_text() == "mine"
+
+
+@pytest.mark.parametrize("through", ["os", "hadoop"])
+def test_swap_in_replaces_a_folder_and_puts_it_back_on_failure(spark, tmp_path: Path,
+                                                               through: str) -> None:
+    from experiments.pipeline.sparkutil import Store, remove_tree, swap_in
+
+    store = Store(spark) if through == "hadoop" else None
+    name = (lambda p: f"file://{p}") if through == "hadoop" else str
+    out, stage, aside = tmp_path / "out", tmp_path / "out.new", tmp_path / "out.old"
+    out.mkdir()
+    (out / "old.txt").write_text("old")
+    stage.mkdir()
+    (stage / "new.txt").write_text("new")
+    assert swap_in(name(stage), name(out), name(aside), store)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "out.old"]
+    assert [p.name for p in out.iterdir()] == ["new.txt"]
+    assert [p.name for p in aside.iterdir()] == ["old.txt"]
+    remove_tree(name(aside), store)
+    with pytest.raises(Exception):  # noqa: B017 - a stage that is not there
+        swap_in(name(tmp_path / "missing"), name(out), name(aside), store)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    assert [p.name for p in out.iterdir()] == ["new.txt"]
+    assert not swap_in(name(out), name(tmp_path / "fresh"), name(aside), store)  # no old one
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fresh"]
+
+
+def test_an_out_that_is_a_symbolic_link_stays_one(spark, tmp_path: Path) -> None:
+    """The link's target is replaced (beside it), and the link then names the new run."""
+    wl = _workload(tmp_path / "wl")
+    (tmp_path / "disk" / "routed").mkdir(parents=True)
+    (tmp_path / "routed").symlink_to(tmp_path / "disk" / "routed")
+    _route(wl, tmp_path / "routed")
+    summary = _route(wl, tmp_path / "routed", overwrite=True)
+    assert (tmp_path / "routed").is_symlink()
+    assert json.loads((tmp_path / "routed" / "summary.json").read_text()) == summary
+    assert sorted(p.name for p in (tmp_path / "disk").iterdir()) == ["routed"]
+
+
+def test_non_local_inputs_are_listed_and_counted_through_hadoop(spark, tmp_path: Path,
+                                                                monkeypatch) -> None:
+    """The path Hadoop file systems take (hdfs://, s3a://), run on file: URIs: the same
+    files as the local listing, their rows by the footers read in the JVM, and a stray
+    file as one line."""
+    from experiments.pipeline import inputs, route, sparkutil
+
+    wl = _workload(tmp_path / "wl")
+    msgs = wl / "messages"
+    (msgs / "old" / "_tmp").mkdir(parents=True)
+    (msgs / "part-00000.parquet").rename(msgs / "old" / "part-0.parquet")
+    (msgs / "old" / "_tmp" / "README").write_text("skipped")
+    (msgs / "_SUCCESS").write_text("")
+    local = inputs.check_input(str(msgs), "--messages", route._MESSAGE_COLUMNS)
+    monkeypatch.setattr(inputs, "is_local", lambda path: False)
+    store = sparkutil.Store(spark)
+    remote = inputs.check_input(f"file://{msgs}", "--messages", route._MESSAGE_COLUMNS, spark,
+                                store)
+    assert remote.rows == local.rows == 400 and len(remote.files) == len(local.files) == 1
+    assert remote.files[0].endswith("/old/part-0.parquet") and remote.folders == ("old",)
+    assert remote.hidden == local.hidden == ("old/_tmp/",)
+    assert "Hadoop" in remote.counted_by and "pyarrow" in local.counted_by
+    (msgs / "README").write_text("not parquet")
+    with pytest.raises(sparkutil.PipelineError) as err:
+        inputs.check_input(f"file://{msgs}", "--messages", route._MESSAGE_COLUMNS, spark, store)
+    assert "README" in str(err.value) and "\n" not in str(err.value)

@@ -11,7 +11,8 @@ experiments pipeline ...``); see ``README.md`` beside this file. Modules:
 ``matchers``      the matchers by name and how each is built per partition
 ``regex``         subscription patterns as regexes (the baseline)
 ``aggregate``     harness result records of many runs as summary tables
-``sparkutil``     Java check, session, checked Parquet reading, Hadoop file system access
+``inputs``        which files an input is, their checks and row counts; the recorded dialect
+``sparkutil``     Java check, session, Hadoop file system access, the output folder's swap
 ================  ==========================================================================
 
 Importing the package imports neither pyspark, pyarrow nor pandas.

@@ -215,8 +215,12 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
                    help="output folder (local path or a URI Hadoop knows)")
     r.add_argument("--matcher", choices=_MATCHERS, default="cstrie",
                    help="matcher built in each partition (default: cstrie)")
-    r.add_argument("--dialect", choices=_DIALECTS, default="nats",
-                   help="topic dialect (default: nats)")
+    r.add_argument("--dialect", choices=_DIALECTS, default=None,
+                   help="topic dialect (default: the one generate recorded in a "
+                        "workload.json beside --messages or --subscriptions, else nats)")
+    r.add_argument("--dialect-mismatch-ok", action="store_true",
+                   help="route with --dialect although a workload.json beside the inputs "
+                        "records another dialect (refused without it)")
     r.add_argument("--master", default="local[*]",
                    help="Spark master (default: local[*]; e.g. spark://host:7077, yarn)")
     r.add_argument("--conf", type=_conf, action="append", default=[], metavar="KEY=VALUE",
@@ -242,7 +246,8 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
     r.add_argument("--max-words", type=_positive, default=None, metavar="N",
                    help="optimized_bitmap's max_words (default: the longest topic's words)")
     r.add_argument("--overwrite", action="store_true",
-                   help="replace the outputs of an earlier run in DIR")
+                   help="replace the outputs of an earlier run in DIR (only once the new run "
+                        "is complete: it is written beside DIR and swapped in)")
     r.set_defaults(pipeline_handler=_route)
 
     a = sub.add_parser(
@@ -335,13 +340,14 @@ def _route(args: argparse.Namespace) -> int:
         return 2
     opts = RouteOptions(
         subscriptions=args.subscriptions, messages=args.messages, out=args.out,
-        matcher=args.matcher, dialect=args.dialect, master=args.master, conf=args.conf,
+        matcher=args.matcher, dialect=args.dialect,
+        dialect_mismatch_ok=args.dialect_mismatch_ok, master=args.master, conf=args.conf,
         impl=args.impl or DEFAULT_IMPL, partitions=args.partitions, baseline=args.baseline,
         baseline_limit=args.baseline_limit, top=args.top, inprocess=args.inprocess,
         max_words=args.max_words, overwrite=args.overwrite, argv=list(sys.argv))
     summary = run_route(opts)
     keys = ("messages_in", "messages_routed", "messages_rejected", "deliveries", "seconds",
-            "messages_per_second", "matcher", "impl", "partitions")
+            "messages_per_second", "matcher", "dialect", "impl", "partitions")
     print(json.dumps({k: summary[k] for k in keys}))
     rc = 0
     if "inprocess" in summary:

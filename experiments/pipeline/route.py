@@ -33,8 +33,12 @@ message of its topics and sends only its own top topics (see :mod:`routing`): me
 topic carrying a large share of the messages is routed by one task. The deliveries partition is then renamed to ``deliveries/``; the
 rejections, histogram and per-topic figures (small) are decoded into their outputs and
 ``_routing/`` is deleted. The figures are reconciled before the summary is written:
-``messages_in`` (a count of the input) must equal ``messages_routed + messages_rejected``
-and the deliveries written must equal the sum of the fanout histogram.
+``messages_in`` (the input files' rows by their Parquet footers, not a count of the
+DataFrame that was routed) must equal ``messages_routed + messages_rejected``, the
+subscriptions read the subscription files' rows, and the deliveries written the sum of the
+fanout histogram. All of it is written into a staging folder beside ``--out`` and swapped
+in only once reconciled (see :func:`run_route`). Which files make up an input, and how they
+are checked before Spark starts: :func:`inputs.check_input`.
 
 ``seconds`` in the summary is the wall time from reading the inputs to the last output
 written (Spark start-up, the in-process timing and the baseline excluded);
@@ -58,8 +62,9 @@ from pathlib import Path
 from typing import Any
 
 from . import matchers, regex, routing
-from .sparkutil import (Column, PipelineError, Store, check_input, check_local_out, is_local,
-                        java_problem, not_empty, read_checked, read_parquet, session)
+from .inputs import Column, InputFiles, check_input, input_dialect, read_input
+from .sparkutil import (PipelineError, Store, check_local_out, is_local, java_problem,
+                        local_path, out_problem, read_parquet, remove_tree, session, swap_in)
 
 __all__ = ["DEFAULT_IMPL", "IMPLS", "OUTPUTS", "RouteOptions", "route_frame", "run_route"]
 
@@ -85,9 +90,10 @@ IMPLS = ("arrow", "pandas", "rdd")
 #: pandas conversions both ways; the RDD path pickles every row.
 DEFAULT_IMPL = "arrow"
 
-#: Entries of ``--out`` that a run writes (and ``--overwrite`` replaces).
+#: Entries of ``--out`` that a run writes: an ``--out`` holding anything else is not
+#: replaced (``_routing`` stands here for the runs that wrote it into ``--out``).
 OUTPUTS = ("deliveries", "rejected", "rejected_subscriptions", "fanout", "baseline",
-           "summary.json", "_routing")
+           "summary.json", "_SUCCESS", "_routing")
 
 #: The stream is written here, partitioned by kind, then turned into the outputs.
 STAGING = "_routing"
@@ -106,7 +112,10 @@ class RouteOptions:
     messages: str
     out: str
     matcher: str = "cstrie"
-    dialect: str = "nats"
+    #: None: the dialect recorded in a ``workload.json`` beside the inputs, else ``nats``.
+    dialect: str | None = None
+    #: Route with ``dialect`` although a ``workload.json`` beside the inputs says otherwise.
+    dialect_mismatch_ok: bool = False
     master: str = "local[*]"
     conf: list[tuple[str, str]] = field(default_factory=list)
     impl: str = DEFAULT_IMPL
@@ -271,23 +280,31 @@ class _Stages:
             self._name = None
 
 
-def _prepare_out(store: Store, out: str, overwrite: bool) -> None:
+def _check_out(store: Store, out: str, overwrite: bool) -> None:
+    """The checks of :func:`check_local_out` that Hadoop can make, for a non-local --out."""
     if store.exists(out) and not store.is_dir(out):
         raise PipelineError(f"--out {out}: exists and is not a directory")
-    present = store.children(out)
-    if present and not overwrite:
-        raise not_empty(out, present)
-    for name in OUTPUTS:
-        if name in present:
-            store.delete(f"{out}/{name}")
+    problem = out_problem(out, store.children(out), overwrite, OUTPUTS)
+    if problem:
+        raise problem
 
 
 def run_route(opts: RouteOptions, log: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Run the ``route`` command; return the summary (also written to ``summary.json``).
 
+    Nothing in ``--out`` is touched before every input has been checked, and then only to
+    replace it as a whole: the run is written into a staging folder beside ``--out``
+    (``<out>.incomplete-<time>-<pid>``), reconciled there, given its ``summary.json``, and
+    only then swapped in (:func:`sparkutil.swap_in`); ``<out>/_SUCCESS`` is written after
+    that, last. A run that fails or is interrupted deletes its staging folder and leaves
+    ``--out`` as it was.
+
     Raises :class:`PipelineError` for bad arguments or inputs, and ``RuntimeError`` if the
-    figures do not reconcile (no summary is written then).
+    figures do not reconcile (nothing is published then).
     """
+    if log is None:
+        def log(msg: str) -> None:
+            print(msg, file=sys.stderr, flush=True)
     problem = java_problem()
     if problem:  # before importing pyspark: the first thing to fix
         raise PipelineError(problem)
@@ -299,37 +316,94 @@ def run_route(opts: RouteOptions, log: Callable[[str], None] | None = None) -> d
     # Whatever is local is checked now, not after Spark's start-up (seconds).
     inputs = ((opts.subscriptions, "--subscriptions", _SUBSCRIPTION_COLUMNS),
               (opts.messages, "--messages", _MESSAGE_COLUMNS))
+    checked: dict[str, InputFiles] = {}
     for path, option, columns in inputs:
         if is_local(path):
-            check_input(path, option, columns)
+            checked[option] = check_input(path, option, columns)
+    paths = [opts.messages, opts.subscriptions]
+    dialect, source, said = (
+        input_dialect(opts.dialect, opts.dialect_mismatch_ok, paths, None)
+        if all(is_local(p) for p in paths) else (None, None, []))
     out = opts.out.rstrip("/") or opts.out
     if is_local(out):
-        check_local_out(out, opts.overwrite)
-    from pyspark.sql import functions as F
+        check_local_out(out, opts.overwrite, OUTPUTS)
+    for line in said:  # after the checks: an error is one line
+        log(line)
 
-    if log is None:
-        def log(msg: str) -> None:
-            print(msg, file=sys.stderr, flush=True)
     started = _now()
-    stages = _Stages(6 + bool(opts.inprocess) + bool(opts.baseline), log)
+    stages = _Stages(7 + bool(opts.inprocess) + bool(opts.baseline), log)
     stages.start("session", f"starting Spark ({opts.master})")
     spark = session(opts.master, opts.conf)
-    sc = spark.sparkContext
     store = Store(spark)
-    _prepare_out(store, out, opts.overwrite)
+    for path, option, columns in inputs:
+        if option not in checked:
+            checked[option] = check_input(path, option, columns, spark, store)
+    if dialect is None:
+        dialect, source, said = input_dialect(opts.dialect, opts.dialect_mismatch_ok, paths,
+                                              store)
+        for line in said:
+            log(line)
+    if is_local(out):  # an --out that is a symbolic link stays one, to the new results
+        local_out = os.path.realpath(local_path(out))
+        os.makedirs(os.path.dirname(local_out), exist_ok=True)
+        final, fs = f"file:{local_out}", None
+    else:
+        _check_out(store, out, opts.overwrite)
+        final, fs = out, store
+    tag = f"{datetime.now().strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+    stage = f"{final}.incomplete-{tag}"  # beside --out: the same file system, a cheap rename
+    published = False
+    try:
+        summary = _route_into(spark, store, opts, dialect, checked, stage, out, stages)
+        summary["dialect_source"] = source
+        summary["started"] = started
+        summary["finished"] = _now()
+        store.write_text(f"{stage}/summary.json", json.dumps(summary, indent=2) + "\n")
+        stages.start("publish", f"replacing {out} with the new run" if opts.overwrite
+                     else f"moving the new run to {out}")
+        previous = f"{final}.previous-{tag}"
+        replaced = swap_in(stage, final, previous, fs)
+        published = True
+        if replaced:
+            try:
+                remove_tree(previous, fs)
+            except Exception as exc:  # noqa: BLE001 - the new results are in place
+                log(f"note: could not delete the previous results, moved to {previous} "
+                    f"({exc}): delete them")
+        store.write_text(f"{final}/_SUCCESS", "")  # last: the run's own marker
+        stages.stop()
+    finally:
+        if not published:
+            try:
+                remove_tree(stage, fs)
+            except Exception as exc:  # noqa: BLE001 - say it; the first error matters more
+                log(f"note: could not delete the staging folder {stage} ({exc}): delete it")
+    return summary
+
+
+def _route_into(spark: Any, store: Store, opts: RouteOptions, dialect: str,
+                checked: dict[str, InputFiles], stage: str, out: str,
+                stages: _Stages) -> dict[str, Any]:
+    """The run, written into ``stage`` and reconciled; return its summary (``out`` is the
+    final place, named in the summary)."""
+    from pyspark.sql import functions as F
+
+    sc = spark.sparkContext
+    sub_files, msg_files = checked["--subscriptions"], checked["--messages"]
     load_start = _load()
     t_job = time.perf_counter()
 
-    stages.start("inputs", f"reading {opts.subscriptions} and {opts.messages}")
-    subs_df, msgs = (read_checked(spark, store, path, option, columns, checked=is_local(path))
-                     for path, option, columns in inputs)
+    stages.start("inputs", f"reading {opts.subscriptions} ({sub_files.describe()}) and "
+                           f"{opts.messages} ({msg_files.describe()})")
+    subs_df = read_input(spark, sub_files, _SUBSCRIPTION_COLUMNS)
+    msgs = read_input(spark, msg_files, _MESSAGE_COLUMNS)
     sub_rows = [(r[0], r[1]) for r in subs_df.collect()]
-    messages_in = msgs.count()
+    messages_in = msg_files.rows  # by the footers: independent of what Spark reads
     max_words = opts.max_words
     if opts.matcher == "optimized_bitmap" and max_words is None:
         import re
 
-        sep = regex.subject("", opts.dialect)
+        sep = regex.subject("", dialect)
         longest = msgs.select(F.max(F.size(F.split("topic", re.escape(sep), -1)))).first()[0]
         max_words = max([longest or 1] + [len(p.split(sep)) for p, _ in sub_rows
                                           if isinstance(p, str)])
@@ -337,8 +411,8 @@ def run_route(opts: RouteOptions, log: Callable[[str], None] | None = None) -> d
     stages.start("subscriptions", f"checking {len(sub_rows)} subscriptions and "
                                   "broadcasting them")
     pairs, rejected_subs, driver_matcher = routing.check_subscriptions(
-        sub_rows, opts.matcher, opts.dialect, max_words)
-    setup = routing.RouteSetup(sc.broadcast(pairs), opts.matcher, opts.dialect, max_words,
+        sub_rows, opts.matcher, dialect, max_words)
+    setup = routing.RouteSetup(sc.broadcast(pairs), opts.matcher, dialect, max_words,
                                opts.top)
     partitions = opts.partitions or max(msgs.rdd.getNumPartitions(), sc.defaultParallelism)
     # All messages of a topic in one partition: per-topic figures complete there (see
@@ -347,7 +421,7 @@ def run_route(opts: RouteOptions, log: Callable[[str], None] | None = None) -> d
 
     stages.start("route", f"routing {messages_in} messages in {partitions} partitions "
                           f"with {opts.matcher} ({opts.impl})")
-    staging = f"{out}/{STAGING}"
+    staging = f"{stage}/{STAGING}"
     if "spark.sql.maxConcurrentOutputFileWriters" not in dict(opts.conf):
         # One open file per kind and task instead of sorting the stream by kind.
         spark.conf.set("spark.sql.maxConcurrentOutputFileWriters", "4")
@@ -361,18 +435,18 @@ def run_route(opts: RouteOptions, log: Callable[[str], None] | None = None) -> d
         return read_parquet(spark, path) if path else None
 
     if f"kind={routing.DELIVERY}" in parts:
-        store.rename(parts[f"kind={routing.DELIVERY}"], f"{out}/deliveries")
-        store.write_text(f"{out}/deliveries/_SUCCESS", "")
+        store.rename(parts[f"kind={routing.DELIVERY}"], f"{stage}/deliveries")
+        store.write_text(f"{stage}/deliveries/_SUCCESS", "")
     else:
         spark.createDataFrame([], "message_id bigint, subscriber string") \
-            .write.parquet(f"{out}/deliveries")
+            .write.parquet(f"{stage}/deliveries")
     rej = kind_df(routing.REJECTED)
     if rej is None:
         rej = spark.createDataFrame([], "message_id bigint, subscriber string")
     pair = F.from_json("subscriber", "array<string>")
     (rej.select("message_id", pair[0].alias("topic"), pair[1].alias("reason"))
-     .write.parquet(f"{out}/rejected"))
-    r = read_parquet(spark, f"{out}/rejected").agg(
+     .write.parquet(f"{stage}/rejected"))
+    r = read_parquet(spark, f"{stage}/rejected").agg(
         F.count(F.lit(1)).alias("rows"),
         F.sum(F.col("reason").startswith(routing.MATCHER_ERROR).cast("int")).alias("errors"),
     ).first()
@@ -387,31 +461,26 @@ def run_route(opts: RouteOptions, log: Callable[[str], None] | None = None) -> d
         fanout, _, topic = row["subscriber"].partition(":")
         top.append((topic, int(fanout), row["message_id"], int(fanout) * row["message_id"]))
     top = sorted(top, key=lambda r: (-r[3], r[0]))[:opts.top]
-    deliveries = read_parquet(spark, f"{out}/deliveries").count()
+    deliveries = read_parquet(spark, f"{stage}/deliveries").count()
     messages_routed = sum(hist.values())
     store.delete(staging)
 
     stages.start("outputs", "writing fanout and rejected subscriptions")
     spark.createDataFrame(sorted(hist.items()), "fanout bigint, messages bigint") \
-        .coalesce(1).write.parquet(f"{out}/fanout/histogram")
+        .coalesce(1).write.parquet(f"{stage}/fanout/histogram")
     top_rows = [(i + 1, *r) for i, r in enumerate(top)]
     spark.createDataFrame(top_rows, "rank int, topic string, fanout bigint, messages bigint, "
                                     "deliveries bigint").coalesce(1) \
-        .write.parquet(f"{out}/fanout/top_topics")
+        .write.parquet(f"{stage}/fanout/top_topics")
     spark.createDataFrame(rejected_subs, "pattern string, subscriber string, reason string") \
-        .coalesce(1).write.parquet(f"{out}/rejected_subscriptions")
+        .coalesce(1).write.parquet(f"{stage}/rejected_subscriptions")
     stages.stop()
     seconds = time.perf_counter() - t_job
 
-    # Reconcile before anything claims success.
-    if messages_in != messages_routed + messages_rejected:
-        raise RuntimeError(
-            f"figures do not reconcile: messages_in {messages_in} != messages_routed "
-            f"{messages_routed} + messages_rejected {messages_rejected}")
-    hist_deliveries = sum(f * c for f, c in hist.items())
-    if deliveries != hist_deliveries:
-        raise RuntimeError(f"figures do not reconcile: {deliveries} deliveries written, the "
-                           f"fanout histogram accounts for {hist_deliveries}")
+    # Reconcile before anything claims success: the input rows counted from the files'
+    # footers (not from the DataFrame that was routed) against what the routing accounted for.
+    _reconcile(msg_files, sub_files, messages_routed, messages_rejected, len(sub_rows),
+               deliveries, hist)
 
     cores = sc.defaultParallelism
     summary: dict[str, Any] = {
@@ -430,7 +499,7 @@ def run_route(opts: RouteOptions, log: Callable[[str], None] | None = None) -> d
         "subscription_pairs": len(pairs),
         "patterns": len({p for p, _ in pairs}),
         "matcher": opts.matcher,
-        "dialect": opts.dialect,
+        "dialect": dialect,
         "master": opts.master,
         "conf": dict(opts.conf),
         "impl": opts.impl,
@@ -445,14 +514,17 @@ def run_route(opts: RouteOptions, log: Callable[[str], None] | None = None) -> d
         "top_topics": [dict(zip(("rank", "topic", "fanout", "messages", "deliveries"), r))
                        for r in top_rows[:10]],
         "inputs": {"subscriptions": opts.subscriptions, "messages": opts.messages},
+        "input_files": {inp.option.lstrip("-"): {
+            "files": len(inp.files), "rows": inp.rows, "subfolders": list(inp.folders),
+            "hidden_not_read": list(inp.hidden), "rows_counted_by": inp.counted_by}
+            for inp in (sub_files, msg_files)},
         "outputs": {name: f"{out}/{name}" for name in
                     ("deliveries", "rejected", "rejected_subscriptions", "fanout/histogram",
                      "fanout/top_topics")},
-        "started": started,
     }
     if matcher_errors:
-        log(f"WARNING: {matcher_errors} messages failed inside the matcher (reason starting "
-            f"{routing.MATCHER_ERROR!r} in {out}/rejected): a matcher bug")
+        stages.log(f"WARNING: {matcher_errors} messages failed inside the matcher (reason "
+                   f"starting {routing.MATCHER_ERROR!r} in {out}/rejected): a matcher bug")
 
     if opts.inprocess:
         stages.start("inprocess", f"timing single-thread lookups of {opts.inprocess} "
@@ -477,20 +549,37 @@ def run_route(opts: RouteOptions, log: Callable[[str], None] | None = None) -> d
         stages.stop()
 
     if opts.baseline == "regex":
-        summary["baseline"] = _run_baseline(spark, store, msgs_in, setup, pairs, opts, out,
-                                            partitions, stages)
+        summary["baseline"] = _run_baseline(spark, store, msgs_in, setup, pairs, opts, dialect,
+                                            stage, partitions, stages)
         stages.stop()
 
     summary["stage_seconds"] = dict(stages.seconds)
-    summary["finished"] = _now()
-    store.write_text(f"{out}/summary.json", json.dumps(summary, indent=2) + "\n")
     return summary
 
 
+def _reconcile(msgs: InputFiles, subs: InputFiles, routed: int, rejected: int,
+               subscriptions: int, deliveries: int, hist: dict[int, int]) -> None:
+    """Raise ``RuntimeError`` naming every figure that does not add up."""
+    wrong = []
+    if msgs.rows != routed + rejected:
+        wrong.append(f"the {len(msgs.files)} --messages files hold {msgs.rows} rows by their "
+                     f"footers, but {routed} were routed and {rejected} rejected")
+    if subs.rows != subscriptions:
+        wrong.append(f"the {len(subs.files)} --subscriptions files hold {subs.rows} rows by "
+                     f"their footers, but {subscriptions} were read")
+    hist_deliveries = sum(f * c for f, c in hist.items())
+    if deliveries != hist_deliveries:
+        wrong.append(f"{deliveries} deliveries written, the fanout histogram accounts for "
+                     f"{hist_deliveries}")
+    if wrong:
+        raise RuntimeError(f"figures do not reconcile: {'; '.join(wrong)}; nothing published")
+
+
 def _run_baseline(spark: Any, store: Store, msgs: Any, setup: routing.RouteSetup,
-                  pairs: list[tuple[str, str]], opts: RouteOptions, out: str,
-                  partitions: int, stages: _Stages) -> dict[str, Any]:
-    """Route one message set both ways, timed alike, and compare the deliveries."""
+                  pairs: list[tuple[str, str]], opts: RouteOptions, dialect: str,
+                  out: str, partitions: int, stages: _Stages) -> dict[str, Any]:
+    """Route one message set both ways, timed alike, and compare the deliveries (written
+    below ``out``, the run's staging folder)."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
@@ -508,7 +597,7 @@ def _run_baseline(spark: Any, store: Store, msgs: Any, setup: routing.RouteSetup
     matcher_seconds = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    regex_deliveries(spark, base, pairs, opts.dialect).write.parquet(
+    regex_deliveries(spark, base, pairs, dialect).write.parquet(
         f"{folder}/regex_deliveries")
     regex_seconds = time.perf_counter() - t0
     base.unpersist()

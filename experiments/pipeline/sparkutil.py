@@ -1,4 +1,5 @@
-"""Spark plumbing: the Java check, the session, reading and checking inputs, output paths.
+"""Spark plumbing: the Java check, the session, paths on any file system, and the output
+folder's checks and swap (the inputs' checks are in :mod:`experiments.pipeline.inputs`).
 
 Paths go through Hadoop's FileSystem API (via the session's JVM), so ``--out`` and the inputs
 may be local paths or any URI the cluster's Hadoop configuration knows (``hdfs://``,
@@ -14,7 +15,6 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
 
@@ -24,15 +24,18 @@ __all__ = [
     "JAVA_HINT",
     "PipelineError",
     "Store",
-    "check_input",
     "check_local_out",
+    "is_hidden",
     "is_local",
     "java_problem",
+    "literal",
     "local_path",
     "not_empty",
-    "read_checked",
+    "out_problem",
     "read_parquet",
+    "remove_tree",
     "session",
+    "swap_in",
 ]
 
 JAVA_HINT = ("install a JDK 17 (e.g. `apt-get install openjdk-17-jre-headless`) and set "
@@ -155,20 +158,40 @@ class Store:
             return []
         return [s.getPath().getName() for s in fs.listStatus(p)]
 
-    def files(self, path: str, suffix: str = ".parquet") -> list[str]:
-        """Data files below ``path`` (recursively, skipping ``_``/``.`` names), or ``[path]``
-        if it is a file."""
+    def files(self, path: str) -> tuple[list[str], list[str], list[str]]:
+        """The files Spark reads below folder ``path``, their paths relative to it, and the
+        hidden entries skipped (:func:`is_hidden`, at any depth: a hidden folder is not
+        entered); or ``[path]`` if it is a file."""
         fs, p = self._fs(path)
         if not fs.getFileStatus(p).isDirectory():
-            return [str(p.toString())]
-        out = []
-        it = fs.listFiles(p, True)
-        while it.hasNext():
-            q = it.next().getPath()
-            name = q.getName()
-            if name.endswith(suffix) and not name.startswith(("_", ".")):
-                out.append(str(q.toString()))
-        return sorted(out)
+            return [str(p.toString())], [p.getName()], []
+        found: list[tuple[str, str]] = []
+        hidden: list[str] = []
+        todo = [(p, "")]
+        while todo:
+            folder, rel = todo.pop()
+            for status in fs.listStatus(folder):
+                q = status.getPath()
+                name = f"{rel}{q.getName()}"
+                if is_hidden(q.getName()):
+                    hidden.append(name + "/" * bool(status.isDirectory()))
+                elif status.isDirectory():
+                    todo.append((q, name + "/"))
+                else:
+                    found.append((name, str(q.toString())))
+        found.sort()
+        return [f for _, f in found], [r for r, _ in found], sorted(hidden)
+
+    def parquet_rows(self, path: str) -> int:
+        """The rows of Parquet file ``path`` by its footer (parquet-hadoop, in the JVM)."""
+        jvm = self._jvm
+        _, p = self._fs(path)
+        reader = jvm.org.apache.parquet.hadoop.ParquetFileReader.open(
+            jvm.org.apache.parquet.hadoop.util.HadoopInputFile.fromPath(p, self._conf))
+        try:
+            return int(reader.getRecordCount())
+        finally:
+            reader.close()
 
     def delete(self, path: str) -> None:
         fs, p = self._fs(path)
@@ -199,14 +222,6 @@ class Store:
         return bytes(data).decode("utf-8")
 
 
-#: Files of a non-local input whose schema is checked one by one.
-MAX_SCHEMA_CHECKS = 64
-
-# Spark's simpleString() names of the pyarrow types the inputs may have.
-_ARROW_TO_SPARK = {"string": "string", "large_string": "string", "int64": "bigint",
-                   "int32": "int", "int16": "smallint", "int8": "tinyint"}
-
-
 def is_local(path: str) -> bool:
     """Whether ``path`` names the local file system (no scheme, or ``file:``)."""
     scheme = urlparse(path).scheme
@@ -214,123 +229,115 @@ def is_local(path: str) -> bool:
 
 
 def local_path(path: str) -> str:
-    """The local file system path of a local ``path`` (``file:`` dropped)."""
-    return urlparse(path).path if path.startswith("file:") else path
-
-
-def _schema(spark: Any, f: str, option: str, path: str) -> dict[str, str]:
-    """Column name -> Spark type name of one Parquet file."""
-    try:
-        if is_local(f):
-            import pyarrow.parquet as pq
-
-            out = {}
-            for fl in pq.read_schema(local_path(f)):
-                t = fl.type.value_type if hasattr(fl.type, "value_type") else fl.type
-                out[fl.name] = _ARROW_TO_SPARK.get(str(t), str(t))
-            return out
-        return {fl.name: fl.dataType.simpleString() for fl in read_parquet(spark, f).schema}
-    except Exception as exc:  # noqa: BLE001 - ArrowInvalid, AnalysisException and friends
-        raise PipelineError(f"{option} {path}: cannot read {f} as Parquet: "
-                            f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
-                            ) from None
+    """The local file system path of a local ``path``: ``file:``, ``file://`` and
+    ``file:///`` dropped (as text: a ``#`` or ``?`` in a folder name is no URI syntax)."""
+    if not path.startswith("file:"):
+        return path
+    rest = path[len("file:"):]
+    if rest.startswith("//"):  # file://host/path, file:///path
+        rest = rest[2:]
+        rest = rest[rest.find("/"):] if "/" in rest else "/"
+    return rest
 
 
 _GLOB = re.compile(r"([\\{}\[\]*?])")
 
 
+def is_hidden(name: str) -> bool:
+    """Whether Spark's file listing skips a file or folder of this name, as its
+    ``HadoopFSUtils.shouldFilterOutPathName`` does for data files: a name starting with ``.``
+    (``.part-0.crc``), or with ``_`` unless it holds ``=`` (``_SUCCESS``, ``_temporary``,
+    ``_metadata``; but ``_c=1`` is a partition folder), or ending with ``._COPYING_`` (a copy
+    under way)."""
+    return ((name.startswith("_") and "=" not in name) or name.startswith(".")
+            or name.endswith("._COPYING_"))
+
+
+def literal(path: str) -> str:
+    """``path`` with its glob characters escaped: Spark expands them in read paths
+    (``out[2]`` would be a character class)."""
+    return _GLOB.sub(r"\\\1", path)
+
+
 def read_parquet(spark: Any, path: str) -> Any:
-    """``spark.read.parquet`` of the literal ``path``: Spark expands glob characters in
-    read paths (``out[2]`` would be a character class), so they are escaped."""
-    return spark.read.parquet(_GLOB.sub(r"\\\1", path))
+    """``spark.read.parquet`` of the literal ``path`` (see :func:`literal`)."""
+    return spark.read.parquet(literal(path))
 
 
-@dataclass(frozen=True)
-class Column:
-    """A required input column: its name, the Spark type names accepted, the cast applied."""
-
-    name: str
-    accepted: tuple[str, ...]
-    cast: str
-
-
-def read_checked(spark: Any, store: Store, path: str, option: str,
-                 columns: tuple[Column, ...], checked: bool = False) -> Any:
-    """Read Parquet ``path`` (a file or a folder) and return the required columns, cast,
-    after :func:`check_input` (unless ``checked``: it was called already)."""
-    if not checked:
-        check_input(path, option, columns, spark, store)
-    from pyspark.sql import functions as F
-
-    df = read_parquet(spark, path)
-    return df.select(*[F.col(c.name).cast(c.cast).alias(c.name) for c in columns])
-
-
-def check_input(path: str, option: str, columns: tuple[Column, ...], spark: Any = None,
-                store: Store | None = None) -> None:
-    """Check that Parquet ``path`` (a file or a folder) has the required columns.
-
-    Errors name ``option``, the file and the column: a path that does not exist, a folder
-    without Parquet files, a file without a required column, a column of the wrong type. A
-    local path needs neither ``spark`` nor ``store`` (pyarrow reads the footers), so that
-    ``route`` checks it before Spark starts.
-    """
-    if is_local(path):
-        files = _local_files(path, option)
-    else:
-        assert spark is not None and store is not None, "a non-local path is checked by Spark"
-        if not store.exists(path):
-            raise PipelineError(f"{option} {path}: no such file or directory")
-        files = store.files(path)
-        if not files:
-            raise PipelineError(f"{option} {path}: no .parquet files in this folder")
-    # Every file's own schema is checked, so that an error names the file (Spark reads a
-    # folder with the schema of one file and would fill a column missing elsewhere with
-    # nulls). Local files: a footer read each with pyarrow; other file systems: Spark,
-    # for at most MAX_SCHEMA_CHECKS files.
-    for f in files if is_local(path) else files[:MAX_SCHEMA_CHECKS]:
-        fields = _schema(spark, f, option, path)
-        for col in columns:
-            if col.name not in fields:
-                raise PipelineError(
-                    f"{option} {path}: column {col.name!r} is missing in {f} "
-                    f"(its columns: {', '.join(fields) or 'none'})")
-            if fields[col.name] not in col.accepted:
-                raise PipelineError(
-                    f"{option} {path}: column {col.name!r} in {f} has type "
-                    f"{fields[col.name]}, expected {' or '.join(col.accepted)}")
-
-
-def _local_files(path: str, option: str) -> list[str]:
-    """The data files of local ``path`` as :meth:`Store.files` lists them."""
-    local = local_path(path)
-    if not os.path.exists(local):
-        raise PipelineError(f"{option} {path}: no such file or directory")
-    if not os.path.isdir(local):
-        return [local]
-    files = sorted(os.path.join(folder, name) for folder, _, names in os.walk(local)
-                   for name in names
-                   if name.endswith(".parquet") and not name.startswith(("_", ".")))
-    if not files:
-        raise PipelineError(f"{option} {path}: no .parquet files in this folder")
-    return files
+def out_problem(out: str, present: list[str], overwrite: bool,
+                ours: Iterable[str]) -> PipelineError | None:
+    """Why a run may not replace ``--out`` holding ``present``, or None. A run replaces
+    ``--out`` as a whole: it needs ``overwrite`` unless ``--out`` is empty, and then must
+    hold nothing but ``ours`` (a run's outputs) and Hadoop's ``.crc`` checksums of them."""
+    present = [n for n in present if not (n.startswith(".") and n.endswith(".crc"))]
+    if present and not overwrite:
+        return not_empty(out, present)
+    foreign = sorted(set(present) - set(ours))
+    if foreign:
+        shown = ", ".join(foreign[:6]) + (", ..." if len(foreign) > 6 else "")
+        return PipelineError(f"--out {out}: holds {shown}, which route does not write; "
+                             "--overwrite replaces the whole folder, so move them out or "
+                             "choose another --out")
+    return None
 
 
 def not_empty(out: str, present: list[str]) -> PipelineError:
     """The error for an ``--out`` that holds ``present`` and no ``--overwrite``."""
     shown = ", ".join(sorted(present)[:6]) + (", ..." if len(present) > 6 else "")
     return PipelineError(f"--out {out}: not empty (holds {shown}); pass --overwrite to "
-                         "replace the pipeline's outputs in it")
+                         "replace the outputs of the earlier run in it")
 
 
-def check_local_out(out: str, overwrite: bool) -> None:
-    """Check a local ``--out`` without Spark: it can be written (or created), and it is
-    empty unless ``overwrite`` (``route`` checks any ``--out`` again through Hadoop)."""
+def check_local_out(out: str, overwrite: bool, ours: Iterable[str]) -> None:
+    """Check a local ``--out`` without Spark (see :func:`out_problem`), and that the folder
+    holding it takes new entries: the run is written beside ``--out`` and renamed in."""
     local = local_path(out)
     why = dir_problem(local)
     if why:
         raise PipelineError(f"--out {out}: {why}")
-    present = [n for n in (os.listdir(local) if os.path.isdir(local) else [])
-               if not (n.startswith(".") and n.endswith(".crc"))]  # Hadoop's checksums
-    if present and not overwrite:
-        raise not_empty(out, present)
+    parent = os.path.dirname(os.path.realpath(local))  # a link's target is what is replaced
+    why = dir_problem(parent) if os.path.isdir(local) else None
+    if why:
+        raise PipelineError(f"--out {out}: its folder {parent} {why} (a run is written "
+                            "beside --out, then renamed in)")
+    problem = out_problem(out, os.listdir(local) if os.path.isdir(local) else [], overwrite,
+                          ours)
+    if problem:
+        raise problem
+
+
+def remove_tree(path: str, store: Store | None) -> None:
+    """Delete folder ``path`` if it exists: locally (``store`` None) or through Hadoop."""
+    local = local_path(path)
+    if store is not None:
+        store.delete(path)
+    elif os.path.islink(local):
+        os.unlink(local)
+    elif os.path.lexists(local):
+        shutil.rmtree(local)
+
+
+def swap_in(stage: str, out: str, aside: str, store: Store | None) -> bool:
+    """Put the finished folder ``stage`` in place of ``out``: an existing ``out`` is
+    renamed to ``aside``, then ``stage`` renamed to ``out`` (``aside`` put back if that
+    fails). Return whether there was an ``out``: the caller deletes ``aside`` then, once
+    the new results are in place. Locally (``store`` None) with ``os.rename``; elsewhere
+    with Hadoop's ``FileSystem.rename`` (atomic on HDFS; a copy on object stores such as
+    S3)."""
+    if store is None:
+        exists, rename = (lambda p: os.path.lexists(local_path(p))), (
+            lambda a, b: os.rename(local_path(a), local_path(b)))
+    else:
+        exists, rename = store.exists, store.rename
+    if exists(aside):
+        raise RuntimeError(f"cannot move {out} aside: {aside} exists")
+    had = exists(out)
+    if had:
+        rename(out, aside)
+    try:
+        rename(stage, out)
+    except BaseException:
+        if had:
+            rename(aside, out)
+        raise
+    return had
