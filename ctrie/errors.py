@@ -54,7 +54,7 @@ def abbreviate(value: object) -> str:
         return r if len(r) <= QUOTE_MAX else r[:QUOTE_MAX] + "..."
     n = len(value)
     if n <= QUOTE_MAX:
-        return repr(value)
+        return str.__repr__(value)  # the string's own text: a subclass's __repr__ may be huge
     return f"{_clipped(value[:QUOTE_MAX // 2])}... ({n:,} characters)"
 
 

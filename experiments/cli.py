@@ -37,7 +37,6 @@ from .config import SIZES, Size
 from .env import PROJECT_ROOT, Run, default_results_root, estimate_seconds, paper_build_dir
 from .extras import missing
 from .preflight import file_problem
-from .report.summary import README_BEGIN, README_END, update_readme
 from .registry import ALGORITHMS, DIALECTS
 from .rerun import reexec, report_run
 
@@ -169,9 +168,6 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
                          help="the paper to write (default: FROM/paper/paper.md, beside the "
                               "figures of charts; the committed paper/paper.md changes only "
                               "through publish)")
-    p.add_argument("--readme", type=Path, default=None, metavar="FILE",
-                   help="also put the table into FILE between the markers "
-                        f"{README_BEGIN!r} and {README_END!r} (make reproduce: README.md)")
     p = sub.add_parser("publish", help="update the committed README table, paper/figures and "
                                        "paper/paper.md from publication-size runs",
                        description="The one step that changes tracked files: redraw "
@@ -182,6 +178,9 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--allow-size", dest="allow_sizes", type=choices_list(tuple(SIZES)),
                    default=["full"], metavar="LIST",
                    help="run sizes to accept (default: full)")
+    p.add_argument("--allow-missing", action="store_true",
+                   help="publish even when some targets have no data in --from (they would "
+                        "replace the committed rows with 'no data')")
     from .pipeline.cli import add_parser as add_pipeline  # imports neither pyspark nor pyarrow
 
     add_pipeline(sub)
@@ -378,16 +377,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "publish":
             from .report.publish import run_publish
 
-            for path in run_publish(args.source, args.allow_sizes):
+            for path in run_publish(args.source, args.allow_sizes, args.allow_missing):
                 print(f"wrote {path}")
             return 0
         if args.command == "summary":
             from .report.summary import run_summary
 
             rows = run_summary(args.source)
-            if args.readme is not None:
-                update_readme(args.readme, rows, args.source)
-                print(f"updated the results table in {args.readme}")
             return 0 if rows else 1
         return _measure(args, argv)
     except KeyboardInterrupt:

@@ -495,6 +495,11 @@ def test_reproduce_steps_write_below_the_results_root_only(results):
     assert "figures/throughput.png" in (out / "paper" / "paper.md").read_text()
 
 
+def test_only_publish_writes_the_readme_table(results):
+    proc = cli("summary", "--from", str(results[0]), "--readme", "README.md")
+    assert proc.returncode == 2 and "unrecognized arguments: --readme" in proc.stderr
+
+
 def test_publish_refuses_runs_below_publication_size(results):
     out, _ = results
     before = _published_snapshot()
@@ -518,7 +523,12 @@ def test_publish_redraws_the_checkouts_results(results, tmp_path, monkeypatch):
     monkeypatch.setattr(publish, "PROJECT_ROOT", fake)
     with pytest.raises(SystemExit, match="size 'smoke'"):
         publish.run_publish(out)
-    publish.run_publish(out, ["smoke"])
+    # A GIL-only result set has no data for the free-threaded target: publishing it would
+    # replace committed rows with 'no data', so it takes saying so.
+    with pytest.raises(SystemExit, match="no data there"):
+        publish.run_publish(out, ["smoke"])
+    assert "stale table" in (fake / "README.md").read_text()
+    publish.run_publish(out, ["smoke"], allow_missing=True)
     figures = fake / "paper" / "figures"
     assert (figures / "throughput.png").is_file() and not list(figures.glob("*.svg"))
     readme = (fake / "README.md").read_text()

@@ -890,3 +890,13 @@ def test_matches_exhaustive_small(dialect, figures):
     total = len(all_patterns) * len(all_topics_)
     assert 0.05 * total < n_true < 0.95 * total  # both outcomes well represented
     figures.add(f"matches exhaustive pairs {dialect.value}", total)
+
+
+def test_an_error_quotes_a_str_subclass_by_its_text_not_its_repr():
+    """A subclass's ``__repr__`` may return anything: the message quotes the string's own
+    text, abbreviated as any other."""
+    from ctrie.errors import abbreviate
+
+    huge = type("Huge", (str,), {"__repr__": lambda self: "R" * 10**6})
+    assert abbreviate(huge("a.*")) == "'a.*'"
+    assert len(abbreviate(huge("w" * 10**6))) < 1000

@@ -51,8 +51,10 @@ def _checkout() -> Path:
     return root
 
 
-def run_publish(source: Path, allowed: Iterable[str] = (PUBLICATION_SIZE,)) -> list[Path]:
-    """Check the runs' sizes, then redraw the committed figures, paper and README table."""
+def run_publish(source: Path, allowed: Iterable[str] = (PUBLICATION_SIZE,),
+                allow_missing: bool = False) -> list[Path]:
+    """Check the runs' sizes and that every target has data, then redraw the committed
+    figures, paper and README table."""
     from .charts import run_charts
     from .paper import run_paper
     from .summary import compute, update_readme
@@ -67,12 +69,19 @@ def run_publish(source: Path, allowed: Iterable[str] = (PUBLICATION_SIZE,)) -> l
             f"error: --from {source}: the committed results come from {PUBLICATION_SIZE}-size "
             "runs only (make reproduce-full), and these are not:\n  " + "\n  ".join(bad)
             + "\n(--allow-size SIZE publishes them anyway, on purpose)")
+    rows = compute(records)
+    empty = [f"{r['label']} ({r['build']})" for r in rows if r.get("status") == "no data"]
+    if empty and not allow_missing:
+        raise SystemExit(
+            f"error: --from {source}: {len(empty)} target(s) have no data there, and publishing "
+            "would replace their committed rows with 'no data':\n  " + "\n  ".join(empty)
+            + "\n(measure them, e.g. make reproduce-full on both builds, or --allow-missing)")
     figures = root / "paper" / "figures"
     written = run_charts(source, figures, ("png",))
     written.append(run_paper(source, root / "paper" / "paper.template.md",
                              root / "paper" / "paper.md"))
     readme = root / "README.md"
-    update_readme(readme, compute(records), source)
+    update_readme(readme, rows, source)
     written.append(readme)
     print("published; review with git diff and commit", file=sys.stderr)
     return written
