@@ -495,3 +495,86 @@ def test_route_checks_local_paths_before_starting_spark(tmp_path: Path, monkeypa
         err = capsys.readouterr().err.strip().splitlines()
         assert rc == 2 and len(err) == 1, (extra, err)
         assert err[0].startswith(f"error: {option} ") and what in err[0], err
+
+
+# --- the matcher is built once per Python worker (a separate driver process) ----------------
+
+#: Put first on the Python workers' path, it wraps ``matchers.build`` and the mapInArrow body
+#: to append ``build <pid>`` / ``task <pid>`` to $CSTRIE_PROBE_LOG: a count of builds and tasks
+#: that does not rely on the pipeline's own report.
+_PROBE = '''
+import os
+_log = os.environ.get("CSTRIE_PROBE_LOG")
+if _log:
+    from experiments.pipeline import matchers as _m, routing as _r
+
+    def _note(what):
+        with open(_log, "a") as fh:
+            fh.write(f"{what} {os.getpid()}\\n")
+
+    _build, _arrow = _m.build, _r.arrow_partition
+
+    def build(*args, **kwargs):
+        _note("build")
+        return _build(*args, **kwargs)
+
+    def arrow_partition(setup, batches):
+        _note("task")
+        yield from _arrow(setup, batches)
+
+    _m.build, _r.arrow_partition = build, arrow_partition
+'''
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _driver_env(**extra: str) -> dict[str, str]:
+    """The environment of a driver started as a subprocess: this checkout first on the path,
+    and no interpreter choice inherited from this process (the module's session sets
+    PYSPARK_PYTHON here)."""
+    import os
+
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "PYSPARK_GATEWAY_PORT",
+                        "PYSPARK_GATEWAY_SECRET", "SPARK_HOME")}
+    env["PYTHONPATH"] = str(ROOT)
+    env.update(extra)
+    return env
+
+
+def test_matcher_is_built_once_per_python_worker_not_per_task(spark, tmp_path: Path) -> None:
+    """8 partitions on 2 cores: the tasks run in (about) 2 reused Python workers, and each
+    worker builds the matcher once, not once per task; the summary says the same."""
+    import subprocess
+    import sys
+
+    from experiments.pipeline.generate import Workload, generate
+
+    generate(Workload(subscriptions=3000, messages=40_000, seed=3), tmp_path / "wl")
+    probe = tmp_path / "probe"
+    probe.mkdir()
+    (probe / "sitecustomize.py").write_text(_PROBE)
+    log = tmp_path / "probe.log"
+    out = tmp_path / "out"
+    env = _driver_env(PYTHONPATH=f"{probe}:{ROOT}", CSTRIE_PROBE_LOG=str(log))
+    cmd = [sys.executable, "-m", "experiments.pipeline", "route", "--master", "local[2]",
+           "--partitions", "8", "--subscriptions", str(tmp_path / "wl" / "subscriptions"),
+           "--messages", str(tmp_path / "wl" / "messages"), "--out", str(out),
+           *[x for k, v in SPARK_CONF for x in ("--conf", f"{k}={v}")]]
+    run = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    lines = [line.split() for line in log.read_text().splitlines()]
+    tasks = [int(pid) for what, pid in lines if what == "task"]
+    builds = [int(pid) for what, pid in lines if what == "build"]
+    workers = set(tasks)
+    assert len(tasks) == 8, lines
+    assert len(workers) < len(tasks), f"no Python worker was reused: {lines}"
+    assert len(builds) <= len(workers), (f"{len(builds)} builds in {len(workers)} Python "
+                                        f"workers for {len(tasks)} tasks")
+    assert len(builds) == len(set(builds)), "a worker built the matcher twice"
+    report = json.loads((out / "summary.json").read_text())["matcher_builds"]
+    assert report["tasks"] == 8 and report["builds"] == len(builds), report
+    assert report["reused"] == 8 - len(builds)
+    assert report["worker_processes"] == len(workers)
+    assert report["build_seconds"]["max"] > 0 and report["rss_mb"]["max"] > 0, report
+

@@ -40,16 +40,36 @@ becomes a rejection with reason ``matcher error: <type>: <message>`` (a matcher 
 apart in the summary).
 
 The adapters (:func:`arrow_partition` for ``mapInArrow``, :func:`pandas_partition` for
-``mapInPandas``, :func:`rdd_partition` for ``RDD.mapPartitions``) each build one matcher per
-partition from the broadcast subscriptions and feed the core; none imports pyspark, so the
-core is tested without Spark.
+``mapInPandas``, :func:`rdd_partition` for ``RDD.mapPartitions``) each get their task's matcher
+from :func:`task_router` and feed the core; none imports pyspark at module level, so the core
+is tested without Spark.
+
+**One build per Python worker.** Spark reuses a Python worker process for task after task
+(``spark.python.worker.reuse``, true by default), so :func:`task_router` keeps the matcher it
+built in the process (:data:`BUILT`, at most :data:`BUILT_SIZE` entries), keyed by
+:attr:`RouteSetup.cache_key` (the application's id and the broadcast's id, set by the driver)
+with the matcher's name, dialect and ``max_words``; a later task of the same job takes it
+instead of building again. ``inverted_bitmap`` is built over each partition's own topics and
+is never kept. A build runs with the cyclic garbage collector paused (it would otherwise walk the
+growing matcher again and again), and what it built is then moved out of the collector's
+reach (``gc.freeze``) for the tasks that follow: measured on 1,000,000 generated
+subscriptions (one process, two runs of each, interleaved, load 3.7-4.3 on 2 cores), a build
+took 10.2 and 17.8 s instead of 45.8 and 45.8 s, with the same resident memory (0.98 GB) and
+lookups as fast after it. Each task reports whether it
+built or reused, the build's seconds, the process's resident memory and its own messages and
+seconds through :attr:`RouteSetup.stats` (a Spark accumulator; ``summary.json`` shows them
+as ``matcher_builds`` and ``tasks``).
 """
 
 from __future__ import annotations
 
+import gc
 import heapq
 import json
-from collections import Counter
+import os
+import sys
+import time
+from collections import Counter, OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -65,14 +85,18 @@ __all__ = [
     "REJECTED",
     "STREAM_DDL",
     "TOPIC",
+    "BUILT",
+    "BUILT_SIZE",
     "RouteSetup",
     "Router",
+    "StatsParam",
     "arrow_partition",
     "check_subscriptions",
     "pandas_partition",
     "rdd_partition",
     "figure_groups",
     "stream_groups",
+    "task_router",
 ]
 
 DELIVERY, REJECTED, FANOUT, TOPIC = 0, 1, 2, 3
@@ -85,28 +109,38 @@ STREAM_DDL = "kind tinyint, message_id bigint, subscribers array<string>"
 
 
 def check_subscriptions(rows: Iterable[tuple[Any, Any]], matcher: str, dialect: str,
-                        max_words: int | None = None
+                        max_words: int | None = None, build: bool = True
                         ) -> tuple[list[tuple[str, str]], list[tuple[Any, Any, str]], Any]:
     """Split subscription rows into accepted pairs and rejected ``(pattern, subscriber,
-    reason)``; also return a matcher ``matcher`` holding the accepted pairs.
+    reason)``; also return a matcher ``matcher`` holding the accepted pairs, or None if not
+    ``build`` (then a matcher is built only if it may refuse a valid pattern, see
+    :data:`matchers.MAY_REFUSE`: at 1,000,000 subscriptions a build is most of the check).
 
     A row is rejected if its pattern is null or invalid in ``dialect``, its subscriber is
     null, or the matcher's algorithm cannot represent the pattern
     (``UnsupportedPatternError``). Accepted pairs are deduplicated, first occurrence first.
     """
-    m = matchers.make(matcher, dialect, topic_space=(), max_words=max_words)
+    m = None
+    if build or matcher in matchers.MAY_REFUSE:
+        m = matchers.make(matcher, dialect, topic_space=(), max_words=max_words)
+    subscribe = m.subscribe if m is not None else None
     accepted: dict[tuple[str, str], None] = {}
     rejected: list[tuple[Any, Any, str]] = []
-    for pattern, subscriber in rows:
-        try:
-            validate_pattern(pattern, dialect)
-            if subscriber is None:
-                raise TypeError("subscriber is null")
-            m.subscribe(pattern, subscriber)
-        except (InvalidTopicError, UnsupportedPatternError, TypeError) as exc:
-            rejected.append((pattern, subscriber, str(exc)))
-            continue
-        accepted[(pattern, subscriber)] = None
+
+    def check() -> None:
+        for pattern, subscriber in rows:
+            try:
+                validate_pattern(pattern, dialect)
+                if subscriber is None:
+                    raise TypeError("subscriber is null")
+                if subscribe is not None:
+                    subscribe(pattern, subscriber)
+            except (InvalidTopicError, UnsupportedPatternError, TypeError) as exc:
+                rejected.append((pattern, subscriber, str(exc)))
+                continue
+            accepted[(pattern, subscriber)] = None
+
+    build_paused(check, freeze=False)
     return list(accepted), rejected, m
 
 
@@ -117,11 +151,13 @@ class Router:
     (``Counter.update``, ``dict.update``): no container is created per message.
     """
 
-    __slots__ = ("_lookup", "histogram", "topic_messages", "topic_fanout", "matcher")
+    __slots__ = ("_lookup", "histogram", "topic_messages", "topic_fanout", "matcher",
+                 "messages")
 
     def __init__(self, matcher: Any) -> None:
         self.matcher = matcher
         self._lookup = matcher.lookup
+        self.messages = 0  # rows routed or rejected
         self.histogram: Counter[int] = Counter()  # fanout -> routed messages
         self.topic_messages: Counter[str] = Counter()  # topic with deliveries -> messages
         self.topic_fanout: dict[str, int] = {}  # topic with deliveries -> its fanout
@@ -131,6 +167,7 @@ class Router:
         subscribers)`` -- message ``ids[i]`` goes to ``subscribers[offsets[i]:offsets[i +
         1]]`` -- and the rejections ``(ids, topics, reasons)``."""
         lookup = self._lookup
+        self.messages += len(ids)
         d_ids: list[int] = []
         offsets: list[int] = [0]
         d_subs: list[str] = []
@@ -225,6 +262,11 @@ class RouteSetup:
     dialect: str = "nats"
     max_words: int | None = None
     top: int = 20  # top topics a partition sends
+    #: Names the subscriptions for the process-wide matcher cache (the application's and the
+    #: broadcast's ids); None: build in every task.
+    cache_key: str | None = None
+    #: A Spark accumulator (:class:`StatsParam`) that takes one dict per task, or None.
+    stats: Any = None
 
     def pairs(self) -> list[tuple[str, str]]:
         subs = self.subscriptions
@@ -243,8 +285,109 @@ class RouteSetup:
                     except (InvalidTopicError, TypeError):
                         continue
                     space.append(t)
-        return Router(matchers.build(self.matcher, self.dialect, self.pairs(),
-                                     topic_space=space, max_words=self.max_words))
+        return Router(build_paused(lambda: matchers.build(
+            self.matcher, self.dialect, self.pairs(), topic_space=space,
+            max_words=self.max_words)))
+
+
+def build_paused(build: Any, freeze: bool = True) -> Any:
+    """``build()`` with the cyclic garbage collector paused; then, if ``freeze``, everything
+    alive moved to the collector's permanent generation (``gc.freeze``): a matcher is
+    millions of long-lived objects that later collections would otherwise walk again and
+    again."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return build()
+    finally:
+        if enabled:
+            gc.enable()
+        if freeze:
+            gc.freeze()
+
+
+#: Matchers built in this process, by :func:`task_router`'s key, newest last.
+BUILT: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+#: How many :data:`BUILT` keeps (two jobs of one driver may alternate, e.g. the route and its
+#: regex baseline's twin); the oldest is dropped first, before a new build.
+BUILT_SIZE = 2
+
+
+def _rss_mb() -> float:
+    """This process's resident memory in MiB (Linux ``/proc``; else its peak)."""
+    try:
+        with open("/proc/self/statm") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError, IndexError, AttributeError):
+        import resource
+
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def task_router(setup: RouteSetup, topics_seen: Iterable[Any] = ()) -> tuple[Router, dict]:
+    """The Router of one task and what its matcher cost: the matcher this process built for
+    the same subscriptions and settings if it kept one (see the module), else a new one.
+
+    The dict (reported by :func:`report_task`) holds ``built``, ``build_seconds``,
+    ``rss_mb`` (after the build), ``rss_build_mb`` (the resident memory the build added), the
+    process id and interpreter, and the task's start time."""
+    t0 = time.perf_counter()
+    key = None
+    if setup.cache_key is not None and setup.matcher not in matchers.NEEDS_TOPIC_SPACE:
+        key = (setup.cache_key, setup.matcher, setup.dialect, setup.max_words)
+    info: dict[str, Any] = {"pid": os.getpid(), "python": sys.executable,
+                            "package": os.path.dirname(os.path.dirname(__file__)),
+                            "started": t0, "built": False, "build_seconds": 0.0,
+                            "rss_build_mb": 0.0}
+    matcher = BUILT.get(key) if key is not None else None
+    if matcher is not None:
+        BUILT.move_to_end(key)
+        router = Router(matcher)
+    else:
+        if key is not None:
+            while len(BUILT) >= BUILT_SIZE:
+                BUILT.popitem(last=False)
+                gc.unfreeze()  # let the collector reclaim what the dropped matcher held
+                gc.collect()
+        rss0 = _rss_mb()
+        router = setup.router(topics_seen)
+        info.update(built=True, build_seconds=time.perf_counter() - t0,
+                    rss_build_mb=_rss_mb() - rss0)
+        if key is not None:
+            BUILT[key] = router.matcher
+    info["rss_mb"] = _rss_mb()
+    return router, info
+
+
+def report_task(setup: RouteSetup, info: dict, router: Router) -> None:
+    """Add the task's figures (:func:`task_router`'s dict, its partition, its messages and
+    seconds) to ``setup.stats``, if the driver gave an accumulator."""
+    if setup.stats is None:
+        return
+    info = dict(info, messages=router.messages,
+                seconds=time.perf_counter() - info.pop("started"))
+    try:
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        if ctx is not None:
+            info.update(partition=ctx.partitionId(), attempt=ctx.attemptNumber(),
+                        stage=ctx.stageId())
+    except ImportError:
+        pass
+    setup.stats.add([info])
+
+
+class StatsParam:
+    """Spark accumulator parameter (duck-typed ``AccumulatorParam``): a list of per-task
+    dicts, concatenated."""
+
+    def zero(self, value: list) -> list:
+        return []
+
+    def addInPlace(self, value1: list, value2: list) -> list:  # noqa: N802 - Spark's name
+        value1.extend(value2)
+        return value1
 
 
 # --- mapInArrow -----------------------------------------------------------------------------
@@ -268,15 +411,17 @@ def arrow_partition(setup: RouteSetup, batches: Iterator[Any]) -> Iterator[Any]:
 
     if setup.matcher in matchers.NEEDS_TOPIC_SPACE:
         batches = list(batches)
-        router = setup.router(t for b in batches for t in b.column("topic").to_pylist())
+        router, info = task_router(
+            setup, (t for b in batches for t in b.column("topic").to_pylist()))
     else:
-        router = setup.router()
+        router, info = task_router(setup)
     for b in batches:
         for group in stream_groups(router, b.column("message_id").to_pylist(),
                                    b.column("topic").to_pylist()):
             yield batch(group)
     for group in figure_groups(router, setup.top):
         yield batch(group)
+    report_task(setup, info, router)
 
 
 # --- mapInPandas ----------------------------------------------------------------------------
@@ -306,15 +451,16 @@ def pandas_partition(setup: RouteSetup, frames: Iterator[Any]) -> Iterator[Any]:
 
     if setup.matcher in matchers.NEEDS_TOPIC_SPACE:
         frames = list(frames)
-        router = setup.router(t for f in frames for t in _pylist(f["topic"]))
+        router, info = task_router(setup, (t for f in frames for t in _pylist(f["topic"])))
     else:
-        router = setup.router()
+        router, info = task_router(setup)
     for f in frames:
         ids = [None if v is None else int(v) for v in _pylist(f["message_id"])]
         for group in stream_groups(router, ids, _pylist(f["topic"])):
             yield frame(group)
     for group in figure_groups(router, setup.top):
         yield frame(group)
+    report_task(setup, info, router)
 
 
 # --- RDD.mapPartitions ----------------------------------------------------------------------
@@ -327,9 +473,9 @@ def rdd_partition(setup: RouteSetup, rows: Iterator[Any]) -> Iterator[tuple]:
     """``RDD.mapPartitions`` body: Rows of (message_id, topic) -> stream tuples."""
     if setup.matcher in matchers.NEEDS_TOPIC_SPACE:
         rows = list(rows)
-        router = setup.router(r[1] for r in rows)
+        router, info = task_router(setup, (r[1] for r in rows))
     else:
-        router = setup.router()
+        router, info = task_router(setup)
     rows = iter(rows)
     while True:
         chunk = [r for _, r in zip(range(RDD_CHUNK), rows)]
@@ -339,3 +485,4 @@ def rdd_partition(setup: RouteSetup, rows: Iterator[Any]) -> Iterator[tuple]:
             yield from _rows(group)
     for group in figure_groups(router, setup.top):
         yield from _rows(group)
+    report_task(setup, info, router)
