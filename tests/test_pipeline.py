@@ -578,3 +578,71 @@ def test_matcher_is_built_once_per_python_worker_not_per_task(spark, tmp_path: P
     assert report["worker_processes"] == len(workers)
     assert report["build_seconds"]["max"] > 0 and report["rss_mb"]["max"] > 0, report
 
+
+# --- hot topics: --salt spreads them, the figures stay exact ---------------------------------
+
+
+def test_split_topic_figures_add_up_across_partitions() -> None:
+    """A split topic routed in two partitions: each sends its share, not its top list only,
+    so summing the rows per topic gives the figures of one partition routing everything."""
+    pairs = [("a.*", "s1"), ("a.>", "s2"), ("b", "s1"), ("c", "s3")]
+    msgs = [(i, t) for i, t in enumerate(["a.x"] * 6 + ["b"] * 3 + ["c"] * 7 + ["d"])]
+
+    def rows(parts: list[list], split: frozenset[str]) -> dict[str, list[int]]:
+        merged: dict[str, list[int]] = {}
+        for part in parts:
+            router = routing.Router(matchers.build("cstrie", "nats", pairs))
+            router.route([i for i, _ in part], [t for _, t in part])
+            for kind, ids, _, values in routing.figure_groups(router, 1, split):
+                if kind == routing.TOPIC:
+                    for n, v in zip(ids, values):
+                        fanout, _, topic = v.partition(":")
+                        merged.setdefault(topic, [int(fanout), 0])[1] += n
+        return merged
+
+    whole = rows([msgs], frozenset())
+    assert whole == {"a.x": [2, 6]}  # top 1
+    # "a.x" split over both halves (3 messages each), "b" and "c" each in one
+    halves = [msgs[0:3] + msgs[6:9], msgs[3:6] + msgs[9:]]
+    merged = rows(halves, frozenset({"a.x"}))
+    assert merged["a.x"] == [2, 6]
+    best = sorted(merged.items(), key=lambda kv: (-kv[1][0] * kv[1][1], kv[0]))[:1]
+    assert best == [("a.x", [2, 6])]
+    # without the split set, each half sends only its own top 1: the sum is not the figure
+    # ("c", 7 deliveries, beats its 6 in the second half, so "a.x" loses half its messages)
+    assert rows(halves, frozenset())["a.x"] == [2, 3]
+
+
+def test_salt_spreads_a_hot_topic_with_the_same_outputs(spark, tmp_path: Path) -> None:
+    """Half the messages on one topic: without --salt one task routes it all (rows per
+    task far above the median); with --salt no task has more than 2x the median, and every
+    output and figure is the same."""
+    from experiments.pipeline.generate import Workload, generate, hot_topic
+    from experiments.pipeline.route import RouteOptions, run_route
+
+    wl = Workload(subscriptions=400, messages=40_000, seed=5, vocabulary=40, hot_share=0.5,
+                  invalid_rate=0.02)
+    generate(wl, tmp_path / "wl")
+    runs = {}
+    for salt in (False, True):
+        out = tmp_path / f"out-{salt}"
+        runs[salt] = (out, run_route(RouteOptions(
+            subscriptions=str(tmp_path / "wl" / "subscriptions"),
+            messages=str(tmp_path / "wl" / "messages"), out=str(out), master="local[2]",
+            conf=SPARK_CONF, partitions=4, top=5, salt=salt), log=lambda _: None))
+    (plain, s0), (salted, s1) = runs[False], runs[True]
+    assert s0["tasks"]["messages"]["max_over_median"] > 3, s0["tasks"]
+    assert s1["tasks"]["messages"]["max_over_median"] <= 2, s1["tasks"]
+    assert list(s1["salt"]["hot_topics"]) == [hot_topic(wl)] and s0["salt"] is None
+    assert s1["tasks"]["count"] == s0["tasks"]["count"] == 4
+    for key in ("messages_in", "messages_routed", "messages_rejected", "deliveries",
+                "fanout", "top_topics"):
+        assert s0[key] == s1[key], key
+    assert s1["top_topics"][0]["topic"] == hot_topic(wl)
+    for name, cols in [("deliveries", ("message_id", "subscriber")),
+                       ("rejected", ("message_id", "topic", "reason")),
+                       ("fanout/histogram", ("fanout", "messages")),
+                       ("fanout/top_topics", ("rank", "topic", "fanout", "messages",
+                                              "deliveries"))]:
+        a, b = _rows(plain / name, *cols), _rows(salted / name, *cols)
+        assert sorted(a, key=repr) == sorted(b, key=repr), name
