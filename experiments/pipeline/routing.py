@@ -300,16 +300,18 @@ class RouteSetup:
                     except (InvalidTopicError, TypeError):
                         continue
                     space.append(t)
+        # Loaded first: PySpark's Broadcast.value re-enables the collector when it returns.
+        pairs = self.pairs()
         return Router(build_paused(lambda: matchers.build(
-            self.matcher, self.dialect, self.pairs(), topic_space=space,
-            max_words=self.max_words)))
+            self.matcher, self.dialect, pairs, topic_space=space, max_words=self.max_words)))
 
 
 def build_paused(build: Any, freeze: bool = True) -> Any:
     """``build()`` with the cyclic garbage collector paused; then, if ``freeze``, everything
     alive moved to the collector's permanent generation (``gc.freeze``): a matcher is
     millions of long-lived objects that later collections would otherwise walk again and
-    again."""
+    again. ``build`` must not enable the collector itself (PySpark's ``Broadcast.value``
+    does, on its way out)."""
     enabled = gc.isenabled()
     gc.disable()
     try:
