@@ -61,7 +61,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from . import matchers, regex, routing
+from . import matchers, regex, routing, workercache
 from .sparkutil import (Column, PipelineError, Store, check_input, check_local_out, is_local,
                         java_problem, not_empty, read_checked, read_parquet, session)
 
@@ -312,7 +312,7 @@ def _spread(values: list[float], digits: int = 3) -> dict[str, Any]:
 
 def _task_figures(stats: list[dict[str, Any]]) -> dict[str, Any]:
     """The summary's ``matcher_builds`` and ``tasks`` sections from the routing tasks'
-    reports (routing.report_task): one per task attempt that finished."""
+    reports (workercache.report_task): one per task attempt that finished."""
     builds = [s for s in stats if s["built"]]
     return {
         "matcher_builds": {
@@ -450,7 +450,7 @@ def run_route(opts: RouteOptions, log: Callable[[str], None] | None = None) -> d
     # Each Python worker builds the matcher once and keeps it for its next tasks (routing's
     # task_router), under a key naming this job's subscriptions; the accumulator brings
     # back one dict per task (built or reused, build seconds, memory, messages, seconds).
-    task_stats = sc.accumulator([], routing.StatsParam())
+    task_stats = sc.accumulator([], workercache.StatsParam())
     partitions = opts.partitions or max(msgs.rdd.getNumPartitions(), sc.defaultParallelism)
     hot: dict[str, float] = {}
     if opts.salt:

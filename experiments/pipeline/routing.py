@@ -50,38 +50,28 @@ from :func:`task_router` and feed the core; none imports pyspark at module level
 is tested without Spark.
 
 **One build per Python worker.** Spark reuses a Python worker process for task after task
-(``spark.python.worker.reuse``, true by default), so :func:`task_router` keeps the matcher it
-built in the process (:data:`BUILT`, at most :data:`BUILT_SIZE` entries), keyed by
-:attr:`RouteSetup.cache_key` (the application's id and the broadcast's id, set by the driver)
-with the matcher's name, dialect and ``max_words``; a later task of the same job takes it
-instead of building again. ``inverted_bitmap`` is built over each partition's own topics and
-is never kept. A build runs with the cyclic garbage collector paused (it would otherwise walk the
-growing matcher again and again), and what it built is then moved out of the collector's
-reach (``gc.freeze``) for the tasks that follow: measured on 1,000,000 generated
-subscriptions (one process, two runs of each, interleaved, load 3.7-4.3 on 2 cores), a build
-took 10.2 and 17.8 s instead of 45.8 and 45.8 s, with the same resident memory (0.98 GB) and
-lookups as fast after it. Each task reports whether it
-built or reused, the build's seconds, the process's resident memory and its own messages and
-seconds through :attr:`RouteSetup.stats` (a Spark accumulator; ``summary.json`` shows them
-as ``matcher_builds`` and ``tasks``).
+(``spark.python.worker.reuse``, true by default), so :func:`task_router` takes the matcher
+this worker built for an earlier task of the same job, if it kept one
+(:mod:`experiments.pipeline.workercache`, keyed by :attr:`RouteSetup.cache_key` with the
+matcher's name, dialect and ``max_words``), and builds (with the cyclic garbage collector
+paused) only otherwise. ``inverted_bitmap`` is built over each partition's own topics and is
+never kept. Each task reports whether it built or reused, the build's seconds, the worker's
+resident memory and its own messages and seconds through :attr:`RouteSetup.stats` (a Spark
+accumulator; ``summary.json`` shows them as ``matcher_builds`` and ``tasks``).
 """
 
 from __future__ import annotations
 
-import gc
 import heapq
 import json
-import os
-import sys
-import time
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from ctrie import InvalidTopicError, UnsupportedPatternError, validate_pattern, validate_topic
 
-from . import matchers
+from . import matchers, workercache
 
 __all__ = [
     "DELIVERY",
@@ -90,11 +80,8 @@ __all__ = [
     "REJECTED",
     "STREAM_DDL",
     "TOPIC",
-    "BUILT",
-    "BUILT_SIZE",
     "RouteSetup",
     "Router",
-    "StatsParam",
     "arrow_partition",
     "check_subscriptions",
     "pandas_partition",
@@ -145,7 +132,7 @@ def check_subscriptions(rows: Iterable[tuple[Any, Any]], matcher: str, dialect: 
                 continue
             accepted[(pattern, subscriber)] = None
 
-    build_paused(check, freeze=False)
+    workercache.build_paused(check, freeze=False)
     return list(accepted), rejected, m
 
 
@@ -275,10 +262,11 @@ class RouteSetup:
     dialect: str = "nats"
     max_words: int | None = None
     top: int = 20  # top topics a partition sends
-    #: Names the subscriptions for the process-wide matcher cache (the application's and the
-    #: broadcast's ids); None: build in every task.
+    #: Names this job's subscriptions in the Python workers' matcher cache (a fresh id the
+    #: driver draws per job); None: build in every task.
     cache_key: str | None = None
-    #: A Spark accumulator (:class:`StatsParam`) that takes one dict per task, or None.
+    #: A Spark accumulator (:class:`workercache.StatsParam`) that takes one dict per task,
+    #: or None.
     stats: Any = None
     #: Hot topics whose messages the job spread over several partitions (``--salt``).
     split_topics: frozenset[str] = frozenset()
@@ -302,109 +290,20 @@ class RouteSetup:
                     space.append(t)
         # Loaded first: PySpark's Broadcast.value re-enables the collector when it returns.
         pairs = self.pairs()
-        return Router(build_paused(lambda: matchers.build(
+        return Router(workercache.build_paused(lambda: matchers.build(
             self.matcher, self.dialect, pairs, topic_space=space, max_words=self.max_words)))
 
 
-def build_paused(build: Any, freeze: bool = True) -> Any:
-    """``build()`` with the cyclic garbage collector paused; then, if ``freeze``, everything
-    alive moved to the collector's permanent generation (``gc.freeze``): a matcher is
-    millions of long-lived objects that later collections would otherwise walk again and
-    again. ``build`` must not enable the collector itself (PySpark's ``Broadcast.value``
-    does, on its way out)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        return build()
-    finally:
-        if enabled:
-            gc.enable()
-        if freeze:
-            gc.freeze()
-
-
-#: Matchers built in this process, by :func:`task_router`'s key, newest last.
-BUILT: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
-#: How many :data:`BUILT` keeps (two jobs of one driver may alternate, e.g. the route and its
-#: regex baseline's twin); the oldest is dropped first, before a new build.
-BUILT_SIZE = 2
-
-
-def _rss_mb() -> float:
-    """This process's resident memory in MiB (Linux ``/proc``; else its peak)."""
-    try:
-        with open("/proc/self/statm") as fh:
-            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-    except (OSError, ValueError, IndexError, AttributeError):
-        import resource
-
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 def task_router(setup: RouteSetup, topics_seen: Iterable[Any] = ()) -> tuple[Router, dict]:
-    """The Router of one task and what its matcher cost: the matcher this process built for
-    the same subscriptions and settings if it kept one (see the module), else a new one.
-
-    The dict (reported by :func:`report_task`) holds ``built``, ``build_seconds``,
-    ``rss_mb`` (after the build), ``rss_build_mb`` (the resident memory the build added), the
-    process id and interpreter, and the task's start time."""
-    t0 = time.perf_counter()
+    """The Router of one task and what its matcher cost (see
+    :func:`workercache.kept_matcher`): the matcher this Python worker built for the same
+    subscriptions and settings, if it kept one, else a new one (``inverted_bitmap``, built
+    over the partition's own topics, always)."""
     key = None
     if setup.cache_key is not None and setup.matcher not in matchers.NEEDS_TOPIC_SPACE:
         key = (setup.cache_key, setup.matcher, setup.dialect, setup.max_words)
-    info: dict[str, Any] = {"pid": os.getpid(), "python": sys.executable,
-                            "package": os.path.dirname(os.path.dirname(__file__)),
-                            "started": t0, "built": False, "build_seconds": 0.0,
-                            "rss_build_mb": 0.0}
-    matcher = BUILT.get(key) if key is not None else None
-    if matcher is not None:
-        BUILT.move_to_end(key)
-        router = Router(matcher)
-    else:
-        if key is not None:
-            while len(BUILT) >= BUILT_SIZE:
-                BUILT.popitem(last=False)
-                gc.unfreeze()  # let the collector reclaim what the dropped matcher held
-                gc.collect()
-        rss0 = _rss_mb()
-        router = setup.router(topics_seen)
-        info.update(built=True, build_seconds=time.perf_counter() - t0,
-                    rss_build_mb=_rss_mb() - rss0)
-        if key is not None:
-            BUILT[key] = router.matcher
-    info["rss_mb"] = _rss_mb()
-    return router, info
-
-
-def report_task(setup: RouteSetup, info: dict, router: Router) -> None:
-    """Add the task's figures (:func:`task_router`'s dict, its partition, its messages and
-    seconds) to ``setup.stats``, if the driver gave an accumulator."""
-    if setup.stats is None:
-        return
-    info = dict(info, messages=router.messages,
-                seconds=time.perf_counter() - info.pop("started"))
-    try:
-        from pyspark import TaskContext
-
-        ctx = TaskContext.get()
-        if ctx is not None:
-            info.update(partition=ctx.partitionId(), attempt=ctx.attemptNumber(),
-                        stage=ctx.stageId())
-    except ImportError:
-        pass
-    setup.stats.add([info])
-
-
-class StatsParam:
-    """Spark accumulator parameter (duck-typed ``AccumulatorParam``): a list of per-task
-    dicts, concatenated."""
-
-    def zero(self, value: list) -> list:
-        return []
-
-    def addInPlace(self, value1: list, value2: list) -> list:  # noqa: N802 - Spark's name
-        value1.extend(value2)
-        return value1
+    matcher, info = workercache.kept_matcher(key, lambda: setup.router(topics_seen).matcher)
+    return Router(matcher), info
 
 
 # --- mapInArrow -----------------------------------------------------------------------------
@@ -438,7 +337,7 @@ def arrow_partition(setup: RouteSetup, batches: Iterator[Any]) -> Iterator[Any]:
             yield batch(group)
     for group in figure_groups(router, setup.top, setup.split_topics):
         yield batch(group)
-    report_task(setup, info, router)
+    workercache.report_task(setup.stats, info, router.messages)
 
 
 # --- mapInPandas ----------------------------------------------------------------------------
@@ -477,7 +376,7 @@ def pandas_partition(setup: RouteSetup, frames: Iterator[Any]) -> Iterator[Any]:
             yield frame(group)
     for group in figure_groups(router, setup.top, setup.split_topics):
         yield frame(group)
-    report_task(setup, info, router)
+    workercache.report_task(setup.stats, info, router.messages)
 
 
 # --- RDD.mapPartitions ----------------------------------------------------------------------
@@ -502,4 +401,4 @@ def rdd_partition(setup: RouteSetup, rows: Iterator[Any]) -> Iterator[tuple]:
             yield from _rows(group)
     for group in figure_groups(router, setup.top, setup.split_topics):
         yield from _rows(group)
-    report_task(setup, info, router)
+    workercache.report_task(setup.stats, info, router.messages)
