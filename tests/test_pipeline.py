@@ -104,6 +104,34 @@ def test_check_subscriptions_rejects_bad_rows_and_unsupported_patterns() -> None
     assert len(rejected) == 1  # documented UnsupportedPatternError
 
 
+def test_matcher_build_runs_with_the_collector_paused(monkeypatch) -> None:
+    """PySpark's Broadcast.value re-enables the cyclic collector when it returns: loaded
+    inside the paused build, it made a 1,000,000-subscription build in a Spark worker take
+    161 s instead of 11-15 s."""
+    import gc
+
+    class Broadcast:  # what a worker sees: .value loads with the collector off, then on
+        @property
+        def value(self):
+            gc.enable()
+            return [("a.*", "s1"), ("b", "s2")]
+
+    during = []
+    build = matchers.build
+
+    def spy(*args, **kwargs):
+        during.append(gc.isenabled())
+        return build(*args, **kwargs)
+
+    monkeypatch.setattr(matchers, "build", spy)
+    try:
+        router, info = routing.task_router(routing.RouteSetup(Broadcast()))
+    finally:
+        gc.unfreeze()
+    assert during == [False] and gc.isenabled()
+    assert info["built"] and router.matcher.lookup("a.x") == frozenset({"s1"})
+
+
 def test_cli_choices_match_the_modules() -> None:
     from experiments.pipeline import route
 
@@ -778,3 +806,154 @@ def test_non_local_inputs_are_listed_and_counted_through_hadoop(spark, tmp_path:
     with pytest.raises(sparkutil.PipelineError) as err:
         inputs.check_input(f"file://{msgs}", "--messages", route._MESSAGE_COLUMNS, spark, store)
     assert "README" in str(err.value) and "\n" not in str(err.value)
+
+
+# --- the matcher is built once per Python worker (a separate driver process) ----------------
+
+#: Put first on the Python workers' path, it wraps ``matchers.build`` and the mapInArrow body
+#: to append ``build <pid>`` / ``task <pid>`` to $CSTRIE_PROBE_LOG: a count of builds and tasks
+#: that does not rely on the pipeline's own report.
+_PROBE = '''
+import os
+_log = os.environ.get("CSTRIE_PROBE_LOG")
+if _log:
+    from experiments.pipeline import matchers as _m, routing as _r
+
+    def _note(what):
+        with open(_log, "a") as fh:
+            fh.write(f"{what} {os.getpid()}\\n")
+
+    _build, _arrow = _m.build, _r.arrow_partition
+
+    def build(*args, **kwargs):
+        _note("build")
+        return _build(*args, **kwargs)
+
+    def arrow_partition(setup, batches):
+        _note("task")
+        yield from _arrow(setup, batches)
+
+    _m.build, _r.arrow_partition = build, arrow_partition
+'''
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _driver_env(**extra: str) -> dict[str, str]:
+    """The environment of a driver started as a subprocess: this checkout first on the path,
+    and no interpreter choice inherited from this process (the module's session sets
+    PYSPARK_PYTHON here)."""
+    import os
+
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "PYSPARK_GATEWAY_PORT",
+                        "PYSPARK_GATEWAY_SECRET", "SPARK_HOME")}
+    env["PYTHONPATH"] = str(ROOT)
+    env.update(extra)
+    return env
+
+
+def test_matcher_is_built_once_per_python_worker_not_per_task(spark, tmp_path: Path) -> None:
+    """8 partitions on 2 cores: the tasks run in (about) 2 reused Python workers, and each
+    worker builds the matcher once, not once per task; the summary says the same."""
+    import subprocess
+    import sys
+
+    from experiments.pipeline.generate import Workload, generate
+
+    generate(Workload(subscriptions=3000, messages=40_000, seed=3), tmp_path / "wl")
+    probe = tmp_path / "probe"
+    probe.mkdir()
+    (probe / "sitecustomize.py").write_text(_PROBE)
+    log = tmp_path / "probe.log"
+    out = tmp_path / "out"
+    env = _driver_env(PYTHONPATH=f"{probe}:{ROOT}", CSTRIE_PROBE_LOG=str(log))
+    cmd = [sys.executable, "-m", "experiments.pipeline", "route", "--master", "local[2]",
+           "--partitions", "8", "--subscriptions", str(tmp_path / "wl" / "subscriptions"),
+           "--messages", str(tmp_path / "wl" / "messages"), "--out", str(out),
+           *[x for k, v in SPARK_CONF for x in ("--conf", f"{k}={v}")]]
+    run = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    lines = [line.split() for line in log.read_text().splitlines()]
+    tasks = [int(pid) for what, pid in lines if what == "task"]
+    builds = [int(pid) for what, pid in lines if what == "build"]
+    workers = set(tasks)
+    assert len(tasks) == 8, lines
+    assert len(workers) < len(tasks), f"no Python worker was reused: {lines}"
+    assert len(builds) <= len(workers), (f"{len(builds)} builds in {len(workers)} Python "
+                                        f"workers for {len(tasks)} tasks")
+    assert len(builds) == len(set(builds)), "a worker built the matcher twice"
+    report = json.loads((out / "summary.json").read_text())["matcher_builds"]
+    assert report["tasks"] == 8 and report["builds"] == len(builds), report
+    assert report["reused"] == 8 - len(builds)
+    assert report["worker_processes"] == len(workers)
+    assert report["build_seconds"]["max"] > 0 and report["rss_mb"]["max"] > 0, report
+
+
+# --- hot topics: --salt spreads them, the figures stay exact ---------------------------------
+
+
+def test_split_topic_figures_add_up_across_partitions() -> None:
+    """A split topic routed in two partitions: each sends its share, not its top list only,
+    so summing the rows per topic gives the figures of one partition routing everything."""
+    pairs = [("a.*", "s1"), ("a.>", "s2"), ("b", "s1"), ("c", "s3")]
+    msgs = [(i, t) for i, t in enumerate(["a.x"] * 6 + ["b"] * 3 + ["c"] * 7 + ["d"])]
+
+    def rows(parts: list[list], split: frozenset[str]) -> dict[str, list[int]]:
+        merged: dict[str, list[int]] = {}
+        for part in parts:
+            router = routing.Router(matchers.build("cstrie", "nats", pairs))
+            router.route([i for i, _ in part], [t for _, t in part])
+            for kind, ids, _, values in routing.figure_groups(router, 1, split):
+                if kind == routing.TOPIC:
+                    for n, v in zip(ids, values):
+                        fanout, _, topic = v.partition(":")
+                        merged.setdefault(topic, [int(fanout), 0])[1] += n
+        return merged
+
+    whole = rows([msgs], frozenset())
+    assert whole == {"a.x": [2, 6]}  # top 1
+    # "a.x" split over both halves (3 messages each), "b" and "c" each in one
+    halves = [msgs[0:3] + msgs[6:9], msgs[3:6] + msgs[9:]]
+    merged = rows(halves, frozenset({"a.x"}))
+    assert merged["a.x"] == [2, 6]
+    best = sorted(merged.items(), key=lambda kv: (-kv[1][0] * kv[1][1], kv[0]))[:1]
+    assert best == [("a.x", [2, 6])]
+    # without the split set, each half sends only its own top 1: the sum is not the figure
+    # ("c", 7 deliveries, beats its 6 in the second half, so "a.x" loses half its messages)
+    assert rows(halves, frozenset())["a.x"] == [2, 3]
+
+
+def test_salt_spreads_a_hot_topic_with_the_same_outputs(spark, tmp_path: Path) -> None:
+    """Half the messages on one topic: without --salt one task routes it all (rows per
+    task far above the median); with --salt no task has more than 2x the median, and every
+    output and figure is the same."""
+    from experiments.pipeline.generate import Workload, generate, hot_topic
+    from experiments.pipeline.route import RouteOptions, run_route
+
+    wl = Workload(subscriptions=400, messages=40_000, seed=5, vocabulary=40, hot_share=0.5,
+                  invalid_rate=0.02)
+    generate(wl, tmp_path / "wl")
+    runs = {}
+    for salt in (False, True):
+        out = tmp_path / f"out-{salt}"
+        runs[salt] = (out, run_route(RouteOptions(
+            subscriptions=str(tmp_path / "wl" / "subscriptions"),
+            messages=str(tmp_path / "wl" / "messages"), out=str(out), master="local[2]",
+            conf=SPARK_CONF, partitions=4, top=5, salt=salt), log=lambda _: None))
+    (plain, s0), (salted, s1) = runs[False], runs[True]
+    assert s0["tasks"]["messages"]["max_over_median"] > 3, s0["tasks"]
+    assert s1["tasks"]["messages"]["max_over_median"] <= 2, s1["tasks"]
+    assert list(s1["salt"]["hot_topics"]) == [hot_topic(wl)] and s0["salt"] is None
+    assert s1["tasks"]["count"] == s0["tasks"]["count"] == 4
+    for key in ("messages_in", "messages_routed", "messages_rejected", "deliveries",
+                "fanout", "top_topics"):
+        assert s0[key] == s1[key], key
+    assert s1["top_topics"][0]["topic"] == hot_topic(wl)
+    for name, cols in [("deliveries", ("message_id", "subscriber")),
+                       ("rejected", ("message_id", "topic", "reason")),
+                       ("fanout/histogram", ("fanout", "messages")),
+                       ("fanout/top_topics", ("rank", "topic", "fanout", "messages",
+                                              "deliveries"))]:
+        a, b = _rows(plain / name, *cols), _rows(salted / name, *cols)
+        assert sorted(a, key=repr) == sorted(b, key=repr), name

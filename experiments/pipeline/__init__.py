@@ -8,6 +8,7 @@ experiments pipeline ...``); see ``README.md`` beside this file. Modules:
 ``generate``      seeded Zipf workloads written as Parquet with numpy/pyarrow
 ``route``         the ``route`` command: Spark job, outputs, summary, regex baseline
 ``routing``       per-partition routing (pure Python core, mapInArrow/mapInPandas/RDD)
+``workercache``   the matcher a Python worker keeps across tasks; builds; per-task figures
 ``matchers``      the matchers by name and how each is built per partition
 ``regex``         subscription patterns as regexes (the baseline)
 ``aggregate``     harness result records of many runs as summary tables

@@ -196,6 +196,9 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--subscribers", type=_positive, default=None, metavar="K",
                    help="distinct subscribers, drawn uniformly (default: one per "
                         "subscription row)")
+    g.add_argument("--hot-share", type=_rate, default=0.0, metavar="F",
+                   help="fraction of messages given one hot topic (the most popular word of "
+                        "each level), to skew the work (default: 0)")
     g.add_argument("--overwrite", action="store_true",
                    help="replace DIR/subscriptions, DIR/messages and DIR/workload.json")
     g.set_defaults(pipeline_handler=_generate)
@@ -232,6 +235,10 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
     r.add_argument("--partitions", type=_positive, default=None, metavar="N",
                    help="partitions to route in (default: the input's, at least "
                         "spark.default.parallelism)")
+    r.add_argument("--salt", action="store_true",
+                   help="spread each hot topic (one estimated to carry 1/(2 x partitions) of "
+                        "the messages or more) evenly over all partitions instead of routing "
+                        "it in one task (default: every topic in one partition)")
     r.add_argument("--baseline", choices=("regex",), default=None,
                    help="also route with a regex per pattern, a cross join and RLIKE; "
                         "compare and time both")
@@ -317,7 +324,8 @@ def _generate(args: argparse.Namespace) -> int:
         wl = Workload(subscriptions=args.subscriptions, messages=args.messages,
                       dialect=args.dialect, seed=args.seed, wildcards=args.wildcards,
                       invalid_rate=args.invalid_rate, vocabulary=args.vocabulary,
-                      zipf=args.zipf, levels=args.levels, subscribers=args.subscribers)
+                      zipf=args.zipf, levels=args.levels, subscribers=args.subscribers,
+                      hot_share=args.hot_share)
     except ValueError as exc:
         _err(str(exc))
         return 2
@@ -344,7 +352,8 @@ def _route(args: argparse.Namespace) -> int:
         dialect_mismatch_ok=args.dialect_mismatch_ok, master=args.master, conf=args.conf,
         impl=args.impl or DEFAULT_IMPL, partitions=args.partitions, baseline=args.baseline,
         baseline_limit=args.baseline_limit, top=args.top, inprocess=args.inprocess,
-        max_words=args.max_words, overwrite=args.overwrite, argv=list(sys.argv))
+        max_words=args.max_words, overwrite=args.overwrite, salt=args.salt,
+        argv=list(sys.argv))
     summary = run_route(opts)
     keys = ("messages_in", "messages_routed", "messages_rejected", "deliveries", "seconds",
             "messages_per_second", "matcher", "dialect", "impl", "partitions")

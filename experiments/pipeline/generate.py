@@ -22,6 +22,11 @@ produce byte-identical files. No Spark (and no Java) is needed.
 
 Invalid topics (``invalid_rate``) cycle through the ways a topic of the dialect can be
 wrong, including a null topic: see :data:`INVALID_FORMS`.
+
+A *hot topic* (``hot_share``) skews the messages: that fraction of them (drawn from a stream
+of their own, so that the other messages do not change) get one topic, made of the most
+popular word of each of the first ``levels[0]`` levels (:func:`hot_topic`). Invalid topics
+are injected after, over all messages alike.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ __all__ = [
     "SUBSCRIPTIONS_SCHEMA",
     "Workload",
     "generate",
+    "hot_topic",
     "message_batches",
     "subscription_batches",
 ]
@@ -57,6 +63,7 @@ MESSAGES_SCHEMA = pa.schema([("message_id", pa.int64()), ("topic", pa.string())]
 _STREAM_SUBSCRIPTIONS = 1
 _STREAM_MESSAGES = 2
 _STREAM_PERMUTATIONS = 3
+_STREAM_HOT = 4
 
 _SYNTAX = {  # dialect -> (separator, one-level wildcard, many-level wildcard)
     "nats": (".", "*", ">"),
@@ -107,6 +114,7 @@ class Workload:
     zipf: float = 1.1
     levels: tuple[int, int] = (3, 5)
     subscribers: int | None = None  # distinct subscribers; None: as many as subscriptions
+    hot_share: float = 0.0  # fraction of the messages given the hot topic
 
     def __post_init__(self) -> None:
         if self.dialect not in _SYNTAX:
@@ -120,6 +128,8 @@ class Workload:
             raise ValueError("zipf exponent must be >= 0")
         if not 0.0 <= self.invalid_rate <= 1.0:
             raise ValueError("invalid_rate must be between 0 and 1")
+        if not 0.0 <= self.hot_share <= 1.0:
+            raise ValueError("hot_share must be between 0 and 1")
         if self.subscribers is not None and self.subscribers < 1:
             raise ValueError("subscribers must be >= 1")
 
@@ -152,6 +162,11 @@ class _Words:
         np.minimum(ranks, self.wl.vocabulary - 1, out=ranks)  # guard the cdf's last ulp
         words = self.permutation[np.arange(hi)[None, :], ranks]
         return words, lengths
+
+    def hot_topic(self) -> str:
+        """The most popular word of each of the first ``levels[0]`` levels, joined."""
+        words = self.permutation[np.arange(self.wl.levels[0]), 0]
+        return self.sep.join(f"w{i}" for i in words)
 
     def join(self, words: np.ndarray, lengths: np.ndarray) -> pa.Array:
         """The strings: each row's first ``lengths`` levels joined by the separator."""
@@ -202,6 +217,9 @@ def message_batches(wl: Workload) -> Iterator[pa.RecordBatch]:
         rng = np.random.default_rng([wl.seed, _STREAM_MESSAGES, c])
         words, lengths = gen.draw(rng, n)
         topics = gen.join(words, lengths)
+        if wl.hot_share:
+            hot = np.random.default_rng([wl.seed, _STREAM_HOT, c]).random(n) < wl.hot_share
+            topics = pc.if_else(pa.array(hot), pa.scalar(gen.hot_topic()), topics)
         bad = np.nonzero(rng.random(n) < wl.invalid_rate)[0]
         if len(bad):
             values = topics.to_pylist()
@@ -211,6 +229,11 @@ def message_batches(wl: Workload) -> Iterator[pa.RecordBatch]:
         ids = pa.array(np.arange(start, start + n, dtype=np.int64))
         yield pa.RecordBatch.from_arrays([ids, topics], schema=MESSAGES_SCHEMA)
         start += n
+
+
+def hot_topic(wl: Workload) -> str:
+    """The topic a ``hot_share`` of the messages of ``wl`` get."""
+    return _Words(wl).hot_topic()
 
 
 def _write(folder: Path, schema: pa.Schema, batches: Iterator[pa.RecordBatch]) -> list[Path]:
@@ -239,6 +262,7 @@ def generate(wl: Workload, out: Path) -> dict:
         "workload": {**asdict(wl), "levels": list(wl.levels)},
         "subscriptions": {"rows": wl.subscriptions, "files": [p.name for p in subs]},
         "messages": {"rows": wl.messages, "files": [p.name for p in msgs]},
+        **({"hot_topic": hot_topic(wl)} if wl.hot_share else {}),
         "pyarrow": pa.__version__,
         "numpy": np.__version__,
     }

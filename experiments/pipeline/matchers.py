@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["MATCHERS", "NEEDS_TOPIC_SPACE", "build", "make"]
+__all__ = ["MATCHERS", "MAY_REFUSE", "NEEDS_TOPIC_SPACE", "build", "make"]
 
 #: Matcher names accepted by ``--matcher``, with what they are.
 MATCHERS = {
@@ -34,6 +34,10 @@ MATCHERS = {
 
 #: Matchers whose constructor needs the topics first.
 NEEDS_TOPIC_SPACE = frozenset({"inverted_bitmap"})
+
+#: Matchers whose ``subscribe`` may refuse a valid pattern (``UnsupportedPatternError``):
+#: only for these must the driver build a matcher to know which subscriptions to reject.
+MAY_REFUSE = frozenset({"optimized_bitmap"})
 
 
 def make(name: str, dialect: str, *, topic_space: Iterable[str] = (),

@@ -30,7 +30,10 @@ kind and task, no sort). Messages are hash-partitioned by topic, so a partition 
 message of its topics and sends only its own top topics (see :mod:`routing`): measured on
 1,000,000 messages this shuffle costs less than aggregating one row per distinct topic
 (10.3-11.4 s against 12.4-22.4 s for route and top topics together). The price is skew: a
-topic carrying a large share of the messages is routed by one task. The deliveries partition is then renamed to ``deliveries/``; the
+topic carrying a large share of the messages is routed by one task, unless ``--salt``
+spreads the hot topics (found from a sample) evenly over all partitions
+(:func:`partition_messages`); their per-topic figures are then summed on the driver. The
+deliveries partition is then renamed to ``deliveries/``; the
 rejections, histogram and per-topic figures (small) are decoded into their outputs and
 ``_routing/`` is deleted. The figures are reconciled before the summary is written:
 ``messages_in`` (the input files' rows by their Parquet footers, not a count of the
@@ -54,19 +57,21 @@ import platform
 import subprocess
 import sys
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from . import matchers, regex, routing
+from . import matchers, regex, routing, workercache
 from .inputs import Column, InputFiles, check_input, input_dialect, read_input
 from .sparkutil import (PipelineError, Store, check_local_out, is_local, java_problem,
                         local_path, out_problem, read_parquet, remove_tree, session, swap_in)
 
-__all__ = ["DEFAULT_IMPL", "IMPLS", "OUTPUTS", "RouteOptions", "route_frame", "run_route"]
+__all__ = ["DEFAULT_IMPL", "HOT_SAMPLE", "IMPLS", "OUTPUTS", "RouteOptions", "hot_topics",
+           "partition_messages", "route_frame", "run_route"]
 
 #: Ways of running the per-partition routing, by ``--impl`` name.
 IMPLS = ("arrow", "pandas", "rdd")
@@ -126,7 +131,68 @@ class RouteOptions:
     inprocess: int = 0
     max_words: int | None = None
     overwrite: bool = False
+    salt: bool = False  # spread hot topics over all partitions (else: one partition a topic)
     argv: list[str] = field(default_factory=list)
+
+
+#: About this many messages are sampled to find the hot topics (``--salt``).
+HOT_SAMPLE = 100_000
+
+
+def hot_topics(messages: Any, count: int, partitions: int) -> dict[str, float]:
+    """Topics estimated to carry at least ``1 / (2 * partitions)`` of ``messages`` (a seeded
+    sample of about :data:`HOT_SAMPLE` rows), with their estimated shares. Alone in a
+    partition, such a topic makes its task at least 1.5 times a fair share."""
+    from pyspark.sql import functions as F
+
+    if not count:
+        return {}
+    fraction = min(1.0, HOT_SAMPLE / count)
+    sample = messages.sample(fraction=fraction, seed=22) if fraction < 1 else messages
+    expected = fraction * count
+    floor = expected / (2 * partitions)
+    rows = (sample.where(F.col("topic").isNotNull()).groupBy("topic").count()
+            .where(F.col("count") >= floor).collect())
+    return {r["topic"]: round(r["count"] / expected, 4)
+            for r in sorted(rows, key=lambda r: (-r["count"], r["topic"]))}
+
+
+def partition_messages(messages: Any, partitions: int, hot: Iterable[str] = ()) -> Any:
+    """``messages`` hash-partitioned by topic into ``partitions``: every message of a topic in
+    one partition (per-topic figures complete there, see routing, and LockedTrie's cache sees
+    each topic in one place), except the ``hot`` topics, each spread evenly over all the
+    partitions: message ``m`` of a hot topic goes to partition ``m.message_id mod
+    partitions``.
+
+    How: the rows are partitioned by ``(topic, piece)``, where ``piece`` is null for a topic
+    that is not hot; for a hot topic, the driver picks for each partition ``p`` a piece
+    value that Spark's hash partitioning (``pmod(hash(topic, piece), partitions)``, the
+    ``hash`` function) sends to ``p``, and the message takes the value of partition
+    ``message_id mod partitions``. Hashing pieces instead (``message_id mod N``) leaves
+    some partitions with twice the pieces of others."""
+    from pyspark.sql import functions as F
+
+    hot = sorted(hot)
+    if not hot:
+        return messages.repartition(partitions, "topic")
+    spark = messages.sparkSession
+    tries = 64 * partitions  # the chance that a partition gets none: about e**-64 each
+    cands = spark.createDataFrame([(t, i) for t in hot for i in range(tries)],
+                                  "topic string, piece bigint")
+    lands = cands.select("topic", "piece", F.pmod(F.hash("topic", "piece"),
+                                                  F.lit(partitions)).alias("p")).collect()
+    first: dict[tuple[str, int], int] = {}
+    for r in lands:
+        key = (r["topic"], r["p"])
+        first[key] = min(first.get(key, r["piece"]), r["piece"])
+    pieces = F.create_map(*[x for t in hot for x in (
+        F.lit(t), F.array(*[F.lit(first.get((t, p), p)).cast("bigint")
+                            for p in range(partitions)]))])
+    piece = F.element_at(F.element_at(pieces, F.col("topic")),
+                         (F.pmod(F.col("message_id"), F.lit(partitions)) + 1).cast("int"))
+    piece = F.when(F.col("topic").isin(hot), piece)
+    return (messages.withColumn("_piece", piece).repartition(partitions, "topic", "_piece")
+            .drop("_piece"))
 
 
 def route_frame(spark: Any, messages: Any, setup: routing.RouteSetup, impl: str) -> Any:
@@ -241,6 +307,49 @@ def _fanout_figures(hist: dict[int, int]) -> dict[str, Any]:
     }
 
 
+def _spread(values: list[float], digits: int = 3) -> dict[str, Any]:
+    """min, median, max (and the max over the median) of ``values``."""
+    if not values:
+        return {"min": None, "median": None, "max": None, "max_over_median": None}
+    v = sorted(values)
+    mid = len(v) // 2
+    median = v[mid] if len(v) % 2 else (v[mid - 1] + v[mid]) / 2
+    return {"min": round(v[0], digits), "median": round(median, digits),
+            "max": round(v[-1], digits),
+            "max_over_median": round(v[-1] / median, 3) if median else None}
+
+
+def _task_figures(stats: list[dict[str, Any]]) -> dict[str, Any]:
+    """The summary's ``matcher_builds`` and ``tasks`` sections from the routing tasks'
+    reports (workercache.report_task): one per task attempt that finished."""
+    builds = [s for s in stats if s["built"]]
+    return {
+        "matcher_builds": {
+            "tasks": len(stats),
+            "builds": len(builds),
+            "reused": len(stats) - len(builds),
+            "worker_processes": len({(s.get("python"), s["pid"]) for s in stats}),
+            "build_seconds": _spread([s["build_seconds"] for s in builds]),
+            "rss_build_mb": _spread([s["rss_build_mb"] for s in builds], 1),
+            "rss_mb": _spread([s["rss_mb"] for s in stats], 1),
+            "how": "each Python worker keeps the matcher it built for its next tasks "
+                   "(spark.python.worker.reuse); build_seconds and rss_build_mb (resident "
+                   "memory the build added, the broadcast subscriptions included) of the "
+                   "tasks that built; rss_mb: the worker's resident memory after getting "
+                   "its matcher, per task",
+        },
+        "tasks": {
+            "count": len(stats),
+            "messages": _spread([s["messages"] for s in stats], 0),
+            "seconds": _spread([s["seconds"] for s in stats]),
+            "executors": sorted({s["python"] for s in stats}),
+            "packages": sorted({s["package"] for s in stats}),
+            "how": "per routing task, from its Python worker: messages routed or rejected, "
+                   "seconds from its start (a build included) to its last row",
+        },
+    }
+
+
 def _inprocess_rate(matcher: Any, topics: list) -> float:
     """Single-thread lookups per second of ``matcher`` over ``topics`` (errors caught)."""
     from ctrie import InvalidTopicError
@@ -331,7 +440,7 @@ def run_route(opts: RouteOptions, log: Callable[[str], None] | None = None) -> d
         log(line)
 
     started = _now()
-    stages = _Stages(7 + bool(opts.inprocess) + bool(opts.baseline), log)
+    stages = _Stages(7 + bool(opts.inprocess) + bool(opts.baseline) + bool(opts.salt), log)
     stages.start("session", f"starting Spark ({opts.master})")
     spark = session(opts.master, opts.conf)
     store = Store(spark)
@@ -411,13 +520,21 @@ def _route_into(spark: Any, store: Store, opts: RouteOptions, dialect: str,
     stages.start("subscriptions", f"checking {len(sub_rows)} subscriptions and "
                                   "broadcasting them")
     pairs, rejected_subs, driver_matcher = routing.check_subscriptions(
-        sub_rows, opts.matcher, dialect, max_words)
-    setup = routing.RouteSetup(sc.broadcast(pairs), opts.matcher, dialect, max_words,
-                               opts.top)
+        sub_rows, opts.matcher, dialect, max_words, build=bool(opts.inprocess))
+    # Each Python worker builds the matcher once and keeps it for its next tasks (routing's
+    # task_router), under a key naming this job's subscriptions; the accumulator brings
+    # back one dict per task (built or reused, build seconds, memory, messages, seconds).
+    task_stats = sc.accumulator([], workercache.StatsParam())
     partitions = opts.partitions or max(msgs.rdd.getNumPartitions(), sc.defaultParallelism)
-    # All messages of a topic in one partition: per-topic figures complete there (see
-    # routing), and LockedTrie's cache sees each topic in one place.
-    msgs_in, msgs = msgs, msgs.repartition(partitions, "topic")
+    hot: dict[str, float] = {}
+    if opts.salt:
+        stages.start("salt", "finding the hot topics (a sample of the messages)")
+        hot = hot_topics(msgs, messages_in, partitions)
+        stages.log(f"    hot topics: {', '.join(f'{t} ({s:.1%})' for t, s in hot.items()) or 'none'}")
+    setup = routing.RouteSetup(sc.broadcast(pairs), opts.matcher, dialect, max_words,
+                               opts.top, cache_key=uuid.uuid4().hex, stats=task_stats,
+                               split_topics=frozenset(hot))
+    msgs_in, msgs = msgs, partition_messages(msgs, partitions, hot)
 
     stages.start("route", f"routing {messages_in} messages in {partitions} partitions "
                           f"with {opts.matcher} ({opts.impl})")
@@ -456,11 +573,13 @@ def _route_into(spark: Any, store: Store, opts: RouteOptions, dialect: str,
         row["fanout"]: row["messages"] for row in h.groupBy(F.col("message_id").alias("fanout"))
         .agg(F.sum(F.col("subscriber").cast("bigint")).alias("messages")).collect()}
     t = kind_df(routing.TOPIC)
-    top = []  # (topic, fanout, messages, deliveries): every partition's own top, merged
+    per_topic: dict[str, list[int]] = {}  # every partition's own top, and the split topics
     for row in ([] if t is None else t.collect()):
         fanout, _, topic = row["subscriber"].partition(":")
-        top.append((topic, int(fanout), row["message_id"], int(fanout) * row["message_id"]))
-    top = sorted(top, key=lambda r: (-r[3], r[0]))[:opts.top]
+        # a split topic's rows are summed (its fanout is the same in every partition)
+        per_topic.setdefault(topic, [int(fanout), 0])[1] += row["message_id"]
+    top = sorted(((topic, f, n, f * n) for topic, (f, n) in per_topic.items()),
+                 key=lambda r: (-r[3], r[0]))[:opts.top]
     deliveries = read_parquet(spark, f"{stage}/deliveries").count()
     messages_routed = sum(hist.values())
     store.delete(staging)
@@ -504,12 +623,18 @@ def _route_into(spark: Any, store: Store, opts: RouteOptions, dialect: str,
         "conf": dict(opts.conf),
         "impl": opts.impl,
         "partitions": partitions,
+        "salt": {"hot_topics": hot,
+                 "how": f"topics estimated (from a sample of about {HOT_SAMPLE:,} messages) "
+                        "to carry at least 1/(2 x partitions) of the messages, each spread "
+                        "evenly over all partitions (message_id mod partitions)"}
+                if opts.salt else None,
         "cores": cores,
         "max_words": max_words,
         "spark_version": spark.version,
         **_build_info(),
         "stage_seconds": dict(stages.seconds),
         "load_average_1min": {"start": load_start, "end": _load()},
+        **_task_figures(task_stats.value),
         "fanout": _fanout_figures(hist),
         "top_topics": [dict(zip(("rank", "topic", "fanout", "messages", "deliveries"), r))
                        for r in top_rows[:10]],
@@ -531,7 +656,7 @@ def _route_into(spark: Any, store: Store, opts: RouteOptions, dialect: str,
                                   "messages on the driver")
         topics = [r[0] for r in msgs_in.select("topic").limit(opts.inprocess).collect()]
         m = driver_matcher
-        if opts.matcher in matchers.NEEDS_TOPIC_SPACE:
+        if m is None or opts.matcher in matchers.NEEDS_TOPIC_SPACE:
             m = setup.router(topics).matcher
         rate = _inprocess_rate(m, topics)
         per_core = summary["messages_per_second"] / cores
@@ -588,6 +713,9 @@ def _run_baseline(spark: Any, store: Store, msgs: Any, setup: routing.RouteSetup
     stages.start("baseline", f"regex baseline (cross join + RLIKE) and the matcher on {what}")
     base = msgs.limit(limit) if limit else msgs
     base = base.repartition(partitions, "topic").persist(StorageLevel.MEMORY_AND_DISK)
+    # The timed twin builds its matcher in every task, as before the workers kept theirs:
+    # its time stays comparable with the regex side and with earlier runs.
+    setup = replace(setup, cache_key=None, stats=None)
     n = base.count()  # materialised before either timing starts
     folder = f"{out}/baseline"
 
@@ -626,5 +754,6 @@ def _run_baseline(spark: Any, store: Store, msgs: Any, setup: routing.RouteSetup
         "compared": "set of (message_id, subscriber); the regex side without the messages the "
                     "matcher rejected (regexes do not validate topics)",
         "how": "both sides read the same persisted message set and write their deliveries "
-               "as Parquet; wall time of each write",
+               "as Parquet; wall time of each write; the matcher side builds its matcher in "
+               "every task",
     }

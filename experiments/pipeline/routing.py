@@ -17,8 +17,8 @@ kind   what               ``message_id``       ``subscribers``
 ``2``  fanout histogram   a fanout ``f``       ``[decimal count]`` of the partition's
                                                routed messages with ``f`` deliveries
 ``3``  top topics         messages of the      ``["<fanout>:<topic>"]``, for the
-                          topic                partition's ``top`` topics by deliveries
-                                               (ties by topic)
+                          topic (in this       partition's ``top`` topics by deliveries
+                          partition)           (ties by topic) and its split topics
 =====  =================  ===================  ===========================================
 
 Why this shape (measured on 1,000,000 messages, mean fanout 9.3, 2 cores): one stream
@@ -29,7 +29,12 @@ workers about 1.5 CPU-seconds less than one row per delivery (10.1 against 11.7,
 The job hash-partitions messages by topic, so all messages of a topic are routed in one
 partition: a partition's per-topic figures are the topic's global figures, and the global
 top topics are among the partitions' own top lists (exact, ties included), so a partition
-sends only ``top`` rows instead of one row per distinct topic.
+sends only ``top`` rows instead of one row per distinct topic. With ``route --salt``, the
+messages of a few hot topics (:attr:`RouteSetup.split_topics`) are spread over many
+partitions instead: a partition sends its top ``top`` among the other topics, as before, plus
+one row for each split topic it routed, and the driver sums the rows per topic (a topic's
+fanout is the same in every partition). The figures stay exact: a topic that is not split and
+is among the global top ``top`` is among its partition's top ``top`` of the topics not split.
 
 A routed message is counted once in its partition's histogram and a rejected one is one
 kind-1 row, so the job reconciles ``messages_in == messages_routed + messages_rejected``
@@ -40,9 +45,19 @@ becomes a rejection with reason ``matcher error: <type>: <message>`` (a matcher 
 apart in the summary).
 
 The adapters (:func:`arrow_partition` for ``mapInArrow``, :func:`pandas_partition` for
-``mapInPandas``, :func:`rdd_partition` for ``RDD.mapPartitions``) each build one matcher per
-partition from the broadcast subscriptions and feed the core; none imports pyspark, so the
-core is tested without Spark.
+``mapInPandas``, :func:`rdd_partition` for ``RDD.mapPartitions``) each get their task's matcher
+from :func:`task_router` and feed the core; none imports pyspark at module level, so the core
+is tested without Spark.
+
+**One build per Python worker.** Spark reuses a Python worker process for task after task
+(``spark.python.worker.reuse``, true by default), so :func:`task_router` takes the matcher
+this worker built for an earlier task of the same job, if it kept one
+(:mod:`experiments.pipeline.workercache`, keyed by :attr:`RouteSetup.cache_key` with the
+matcher's name, dialect and ``max_words``), and builds (with the cyclic garbage collector
+paused) only otherwise. ``inverted_bitmap`` is built over each partition's own topics and is
+never kept. Each task reports whether it built or reused, the build's seconds, the worker's
+resident memory and its own messages and seconds through :attr:`RouteSetup.stats` (a Spark
+accumulator; ``summary.json`` shows them as ``matcher_builds`` and ``tasks``).
 """
 
 from __future__ import annotations
@@ -56,7 +71,7 @@ from typing import Any
 
 from ctrie import InvalidTopicError, UnsupportedPatternError, validate_pattern, validate_topic
 
-from . import matchers
+from . import matchers, workercache
 
 __all__ = [
     "DELIVERY",
@@ -73,6 +88,7 @@ __all__ = [
     "rdd_partition",
     "figure_groups",
     "stream_groups",
+    "task_router",
 ]
 
 DELIVERY, REJECTED, FANOUT, TOPIC = 0, 1, 2, 3
@@ -85,28 +101,38 @@ STREAM_DDL = "kind tinyint, message_id bigint, subscribers array<string>"
 
 
 def check_subscriptions(rows: Iterable[tuple[Any, Any]], matcher: str, dialect: str,
-                        max_words: int | None = None
+                        max_words: int | None = None, build: bool = True
                         ) -> tuple[list[tuple[str, str]], list[tuple[Any, Any, str]], Any]:
     """Split subscription rows into accepted pairs and rejected ``(pattern, subscriber,
-    reason)``; also return a matcher ``matcher`` holding the accepted pairs.
+    reason)``; also return a matcher ``matcher`` holding the accepted pairs, or None if not
+    ``build`` (then a matcher is built only if it may refuse a valid pattern, see
+    :data:`matchers.MAY_REFUSE`: at 1,000,000 subscriptions a build is most of the check).
 
     A row is rejected if its pattern is null or invalid in ``dialect``, its subscriber is
     null, or the matcher's algorithm cannot represent the pattern
     (``UnsupportedPatternError``). Accepted pairs are deduplicated, first occurrence first.
     """
-    m = matchers.make(matcher, dialect, topic_space=(), max_words=max_words)
+    m = None
+    if build or matcher in matchers.MAY_REFUSE:
+        m = matchers.make(matcher, dialect, topic_space=(), max_words=max_words)
+    subscribe = m.subscribe if m is not None else None
     accepted: dict[tuple[str, str], None] = {}
     rejected: list[tuple[Any, Any, str]] = []
-    for pattern, subscriber in rows:
-        try:
-            validate_pattern(pattern, dialect)
-            if subscriber is None:
-                raise TypeError("subscriber is null")
-            m.subscribe(pattern, subscriber)
-        except (InvalidTopicError, UnsupportedPatternError, TypeError) as exc:
-            rejected.append((pattern, subscriber, str(exc)))
-            continue
-        accepted[(pattern, subscriber)] = None
+
+    def check() -> None:
+        for pattern, subscriber in rows:
+            try:
+                validate_pattern(pattern, dialect)
+                if subscriber is None:
+                    raise TypeError("subscriber is null")
+                if subscribe is not None:
+                    subscribe(pattern, subscriber)
+            except (InvalidTopicError, UnsupportedPatternError, TypeError) as exc:
+                rejected.append((pattern, subscriber, str(exc)))
+                continue
+            accepted[(pattern, subscriber)] = None
+
+    workercache.build_paused(check, freeze=False)
     return list(accepted), rejected, m
 
 
@@ -117,11 +143,13 @@ class Router:
     (``Counter.update``, ``dict.update``): no container is created per message.
     """
 
-    __slots__ = ("_lookup", "histogram", "topic_messages", "topic_fanout", "matcher")
+    __slots__ = ("_lookup", "histogram", "topic_messages", "topic_fanout", "matcher",
+                 "messages")
 
     def __init__(self, matcher: Any) -> None:
         self.matcher = matcher
         self._lookup = matcher.lookup
+        self.messages = 0  # rows routed or rejected
         self.histogram: Counter[int] = Counter()  # fanout -> routed messages
         self.topic_messages: Counter[str] = Counter()  # topic with deliveries -> messages
         self.topic_fanout: dict[str, int] = {}  # topic with deliveries -> its fanout
@@ -131,6 +159,7 @@ class Router:
         subscribers)`` -- message ``ids[i]`` goes to ``subscribers[offsets[i]:offsets[i +
         1]]`` -- and the rejections ``(ids, topics, reasons)``."""
         lookup = self._lookup
+        self.messages += len(ids)
         d_ids: list[int] = []
         offsets: list[int] = [0]
         d_subs: list[str] = []
@@ -173,12 +202,16 @@ class Router:
         self.topic_fanout.update(zip(hit_topics, hit_fanouts))
         return d_ids, offsets, d_subs, r_ids, r_topics, r_reasons
 
-    def top_topics(self, k: int) -> list[tuple[str, int, int]]:
+    def top_topics(self, k: int, leave_out: frozenset[str] = frozenset()
+                   ) -> list[tuple[str, int, int]]:
         """The ``k`` topics with most deliveries, as ``(topic, fanout, messages)``, by
-        deliveries descending then topic ascending."""
+        deliveries descending then topic ascending; topics in ``leave_out`` are not ranked."""
         fan = self.topic_fanout
+        items: Iterable[tuple[str, int]] = self.topic_messages.items()
+        if leave_out:
+            items = [tc for tc in items if tc[0] not in leave_out]
         return [(t, fan[t], c) for t, c in heapq.nsmallest(
-            k, self.topic_messages.items(), key=lambda tc: (-tc[1] * fan[tc[0]], tc[0]))]
+            k, items, key=lambda tc: (-tc[1] * fan[tc[0]], tc[0]))]
 
 
 #: A group of stream rows of one kind: ``(kind, message_ids, offsets, values)``; row ``i``
@@ -200,12 +233,16 @@ def stream_groups(router: Router, ids: list, topics: list) -> Iterator[Group]:
                       [json.dumps([t, r]) for t, r in zip(r_topics, r_reasons)])
 
 
-def figure_groups(router: Router, top: int) -> Iterator[Group]:
-    """The partition's histogram and its ``top`` topics as stream groups."""
+def figure_groups(router: Router, top: int, split: frozenset[str] = frozenset()
+                  ) -> Iterator[Group]:
+    """The partition's histogram, its ``top`` topics but the ``split`` ones, and every
+    ``split`` topic it routed with deliveries, as stream groups."""
     hist = router.histogram
     if hist:
         yield _single(FANOUT, list(hist), [str(c) for c in hist.values()])
-    best = router.top_topics(top)
+    best = router.top_topics(top, split)
+    counts, fan = router.topic_messages, router.topic_fanout
+    best += [(t, fan[t], counts[t]) for t in sorted(split) if t in counts]
     if best:
         yield _single(TOPIC, [c for _, _, c in best], [f"{f}:{t}" for t, f, _ in best])
 
@@ -225,6 +262,14 @@ class RouteSetup:
     dialect: str = "nats"
     max_words: int | None = None
     top: int = 20  # top topics a partition sends
+    #: Names this job's subscriptions in the Python workers' matcher cache (a fresh id the
+    #: driver draws per job); None: build in every task.
+    cache_key: str | None = None
+    #: A Spark accumulator (:class:`workercache.StatsParam`) that takes one dict per task,
+    #: or None.
+    stats: Any = None
+    #: Hot topics whose messages the job spread over several partitions (``--salt``).
+    split_topics: frozenset[str] = frozenset()
 
     def pairs(self) -> list[tuple[str, str]]:
         subs = self.subscriptions
@@ -243,8 +288,22 @@ class RouteSetup:
                     except (InvalidTopicError, TypeError):
                         continue
                     space.append(t)
-        return Router(matchers.build(self.matcher, self.dialect, self.pairs(),
-                                     topic_space=space, max_words=self.max_words))
+        # Loaded first: PySpark's Broadcast.value re-enables the collector when it returns.
+        pairs = self.pairs()
+        return Router(workercache.build_paused(lambda: matchers.build(
+            self.matcher, self.dialect, pairs, topic_space=space, max_words=self.max_words)))
+
+
+def task_router(setup: RouteSetup, topics_seen: Iterable[Any] = ()) -> tuple[Router, dict]:
+    """The Router of one task and what its matcher cost (see
+    :func:`workercache.kept_matcher`): the matcher this Python worker built for the same
+    subscriptions and settings, if it kept one, else a new one (``inverted_bitmap``, built
+    over the partition's own topics, always)."""
+    key = None
+    if setup.cache_key is not None and setup.matcher not in matchers.NEEDS_TOPIC_SPACE:
+        key = (setup.cache_key, setup.matcher, setup.dialect, setup.max_words)
+    matcher, info = workercache.kept_matcher(key, lambda: setup.router(topics_seen).matcher)
+    return Router(matcher), info
 
 
 # --- mapInArrow -----------------------------------------------------------------------------
@@ -268,15 +327,17 @@ def arrow_partition(setup: RouteSetup, batches: Iterator[Any]) -> Iterator[Any]:
 
     if setup.matcher in matchers.NEEDS_TOPIC_SPACE:
         batches = list(batches)
-        router = setup.router(t for b in batches for t in b.column("topic").to_pylist())
+        router, info = task_router(
+            setup, (t for b in batches for t in b.column("topic").to_pylist()))
     else:
-        router = setup.router()
+        router, info = task_router(setup)
     for b in batches:
         for group in stream_groups(router, b.column("message_id").to_pylist(),
                                    b.column("topic").to_pylist()):
             yield batch(group)
-    for group in figure_groups(router, setup.top):
+    for group in figure_groups(router, setup.top, setup.split_topics):
         yield batch(group)
+    workercache.report_task(setup.stats, info, router.messages)
 
 
 # --- mapInPandas ----------------------------------------------------------------------------
@@ -306,15 +367,16 @@ def pandas_partition(setup: RouteSetup, frames: Iterator[Any]) -> Iterator[Any]:
 
     if setup.matcher in matchers.NEEDS_TOPIC_SPACE:
         frames = list(frames)
-        router = setup.router(t for f in frames for t in _pylist(f["topic"]))
+        router, info = task_router(setup, (t for f in frames for t in _pylist(f["topic"])))
     else:
-        router = setup.router()
+        router, info = task_router(setup)
     for f in frames:
         ids = [None if v is None else int(v) for v in _pylist(f["message_id"])]
         for group in stream_groups(router, ids, _pylist(f["topic"])):
             yield frame(group)
-    for group in figure_groups(router, setup.top):
+    for group in figure_groups(router, setup.top, setup.split_topics):
         yield frame(group)
+    workercache.report_task(setup.stats, info, router.messages)
 
 
 # --- RDD.mapPartitions ----------------------------------------------------------------------
@@ -327,9 +389,9 @@ def rdd_partition(setup: RouteSetup, rows: Iterator[Any]) -> Iterator[tuple]:
     """``RDD.mapPartitions`` body: Rows of (message_id, topic) -> stream tuples."""
     if setup.matcher in matchers.NEEDS_TOPIC_SPACE:
         rows = list(rows)
-        router = setup.router(r[1] for r in rows)
+        router, info = task_router(setup, (r[1] for r in rows))
     else:
-        router = setup.router()
+        router, info = task_router(setup)
     rows = iter(rows)
     while True:
         chunk = [r for _, r in zip(range(RDD_CHUNK), rows)]
@@ -337,5 +399,6 @@ def rdd_partition(setup: RouteSetup, rows: Iterator[Any]) -> Iterator[tuple]:
             break
         for group in stream_groups(router, [r[0] for r in chunk], [r[1] for r in chunk]):
             yield from _rows(group)
-    for group in figure_groups(router, setup.top):
+    for group in figure_groups(router, setup.top, setup.split_topics):
         yield from _rows(group)
+    workercache.report_task(setup.stats, info, router.messages)
