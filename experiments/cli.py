@@ -38,7 +38,7 @@ from .env import PROJECT_ROOT, Run, default_results_root, estimate_seconds, pape
 from .extras import missing
 from .preflight import file_problem
 from .registry import ALGORITHMS, DIALECTS
-from .rerun import reexec, report_run
+from .rerun import PROG_ENV, Terminated, reexec, report_run, terminate
 
 __all__ = ["main"]
 
@@ -124,6 +124,8 @@ def _source_option(p: argparse.ArgumentParser) -> None:
 def _prog() -> str:
     """How the user called us: ``cstrie-experiments`` (the console script) or ``python -m
     experiments``."""
+    if os.environ.get(PROG_ENV):  # a --python re-run: the name the user typed
+        return os.environ[PROG_ENV]
     name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
     return "python -m experiments" if name in ("", "__main__.py", "-c") else name
 
@@ -278,20 +280,11 @@ def _measure(args: argparse.Namespace, argv: list[str]) -> int:
     return 0
 
 
-class _Terminated(KeyboardInterrupt):
-    """SIGTERM during a run, raised like Ctrl-C's KeyboardInterrupt (which the measuring
-    code's ``except Exception`` lets through) so that the run ends the same way."""
-
-
-def _terminate(signum: int, _frame: object) -> None:
-    raise _Terminated(signum)
-
-
 def _run_steps(run: Run, steps: list[tuple[str, Callable[[], None]]]) -> int:
     """Run the experiments in turn; write how the run ended into its run file (complete,
     interrupted by Ctrl-C or SIGTERM, or failed) and return 0, 130 or 143 (or re-raise)."""
     current = None
-    previous = signal.signal(signal.SIGTERM, _terminate)
+    previous = signal.signal(signal.SIGTERM, terminate)
     try:
         for current, step in steps:
             t0 = time.monotonic()
@@ -303,7 +296,7 @@ def _run_steps(run: Run, steps: list[tuple[str, Callable[[], None]]]) -> int:
         # No second signal while the run file is written: it would cut it short.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        name = "SIGTERM" if isinstance(exc, _Terminated) else "SIGINT"
+        name = "SIGTERM" if isinstance(exc, Terminated) else "SIGINT"
         run.finish("interrupted", experiment=current, signal=name)
         run.report()
         report_run(run)
@@ -352,6 +345,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if getattr(args, "python", None):
+            os.environ[PROG_ENV] = _prog()  # the child's hints name what the user typed
             return reexec(args.python, argv, FOUND_PYTHONS.get(args.python, "not checked"))
         if args.command == "charts":
             problem = missing("charts", ("matplotlib",))

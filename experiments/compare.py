@@ -11,15 +11,18 @@ the chart from those records.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from dataclasses import replace
 from pathlib import Path
 
+from . import registry
 from .compare_files import WorkloadError, read_workload, write_example
 from .config import SIZES
 from .env import Run, default_results_root
 from .measure.compare import measure, options
 from .report.compare import present
+from .rerun import Terminated, terminate
 from .workloads import EXAMPLES
 
 __all__ = ["run_compare"]
@@ -36,6 +39,13 @@ def run_compare(args: argparse.Namespace, argv: list[str]) -> int:
         for path in write_example(name, Path(folder), args.seed):
             print(f"wrote {path}")
         return 0
+    runnable = [a for a in args.algorithms if registry.dialects_for(a, [args.dialect])]
+    if not registry.dialects_for(args.baseline, [args.dialect]) or not runnable:
+        what = (f"--baseline {args.baseline}" if runnable
+                else f"--algorithms {','.join(args.algorithms)}")
+        print(f"error: {what} cannot run in the {args.dialect} dialect (paho's MQTTMatcher "
+              "speaks MQTT only); choose another, or --dialect mqtt", file=sys.stderr)
+        return 2
     if not (args.subscriptions and args.topics):
         print("error: compare needs --subscriptions FILE and --topics FILE (or "
               "--write-example NAME DIR)", file=sys.stderr)
@@ -51,14 +61,20 @@ def run_compare(args: argparse.Namespace, argv: list[str]) -> int:
     # compare's counts are its own options (in argv and every record's params), not a size.
     run = Run(args.out or default_results_root(), args.seed,
               replace(SIZES["full"], name="custom"), argv)
+    previous = signal.signal(signal.SIGTERM, terminate)
     try:
         records = measure(run, wl, options(args))
-    except KeyboardInterrupt:
-        run.finish("interrupted", experiment="compare", signal="SIGINT")
-        raise
+    except KeyboardInterrupt as exc:
+        name = "SIGTERM" if isinstance(exc, Terminated) else "SIGINT"
+        run.finish("interrupted", experiment="compare", signal=name)
+        print(f"interrupted ({name}): the records written so far are kept; {run.manifest} "
+              "says so", file=sys.stderr)
+        return 143 if name == "SIGTERM" else 130
     except BaseException as exc:
         run.finish("failed", experiment="compare", error=f"{type(exc).__name__}: {exc}")
         raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     run.finish("complete")
     chart = present(records, args.baseline, Path(args.chart) if args.chart
                     else run.new_path("compare", ".png"))

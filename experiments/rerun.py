@@ -21,7 +21,8 @@ from typing import Any
 
 from .env import PROJECT_ROOT, Run
 
-__all__ = ["RUN_REPORT_ENV", "child_env", "reexec", "report_run"]
+__all__ = ["PROG_ENV", "RUN_REPORT_ENV", "Terminated", "child_env", "reexec", "report_run",
+           "terminate"]
 
 #: The environment variable naming the file a re-run reports what it wrote to.
 RUN_REPORT_ENV = "CSTRIE_RUN_REPORT"
@@ -29,6 +30,21 @@ RUN_REPORT_ENV = "CSTRIE_RUN_REPORT"
 #: Seconds a re-run has to stop by itself after a Ctrl-C before it is sent one: from a
 #: terminal, Ctrl-C reaches both processes, and a second one could cut its run file short.
 GRACE_SECONDS = 3.0
+
+
+#: The environment variable that tells a re-run how the user called the command, so that
+#: its hints name ``cstrie-experiments`` when that is what the user typed.
+PROG_ENV = "CSTRIE_PROG"
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM during a run, raised like Ctrl-C's KeyboardInterrupt (which the measuring
+    code's ``except Exception`` lets through) so that the run ends the same way."""
+
+
+def terminate(signum: int, _frame: object) -> None:
+    """A SIGTERM handler: raise :class:`Terminated`."""
+    raise Terminated(signum)
 
 
 def child_env() -> dict[str, str]:

@@ -271,3 +271,30 @@ def test_paper_from_an_installed_package_says_it_is_built_from_a_checkout(tmp_pa
     proc = run("paper", "--from", results, "--template",
                str(ROOT / "paper" / "paper.template.md"), "--out", str(paper))
     assert proc.returncode == 0 and paper.is_file(), proc.stderr
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_compare_stopped_by_sigterm_says_so_in_its_run_file(tmp_path):
+    """compare is a measuring run too: SIGTERM is recorded as an interruption, exit 143."""
+    import json
+    import signal
+    import time
+
+    root = Path(__file__).resolve().parent.parent
+    out = tmp_path / "r"
+    env = dict(os.environ, CSTRIE_NO_PROGRESS="1",
+               PYTHONPATH=os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH"))
+                                          if p))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "experiments", "compare", "--subscriptions",
+         str(root / "examples/nats-inbox/subscriptions.txt"), "--topics",
+         str(root / "examples/nats-inbox/topics.txt"), "--rounds", "50", "--out", str(out)],
+        cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not list(out.glob("*/compare-*.jsonl")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    run = json.loads(next(out.glob("*/run-*.json")).read_text())
+    assert run["status"] == "interrupted" and run["interrupted"]["signal"] == "SIGTERM"

@@ -240,3 +240,17 @@ def test_a_pattern_a_matcher_cannot_take_is_refused_and_reported(tmp_path, capsy
     assert all(r["params"]["refused_patterns"] == 2 and "refused" in r["note"] for r in recs)
     assert all(r["params"]["oracle_mismatches"] == 0 for r in recs)
     assert "2 subscriptions refused" in stdout
+
+
+def test_a_baseline_that_cannot_run_in_the_dialect_is_a_usage_error(tmp_path):
+    """paho speaks MQTT only: as the baseline of a NATS workload every ratio would be n/a."""
+    from experiments.cli import main
+
+    subs, topics = tmp_path / "s.txt", tmp_path / "t.txt"
+    subs.write_text("a.b\tx\n")
+    topics.write_text("a.b\n")
+    out = tmp_path / "out"
+    for extra in (["--baseline", "paho"], ["--algorithms", "paho", "--baseline", "paho"]):
+        assert main(["compare", "--subscriptions", str(subs), "--topics", str(topics),
+                     "--out", str(out), *extra]) == 2
+    assert not out.exists()
