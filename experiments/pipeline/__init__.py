@@ -13,6 +13,7 @@ experiments pipeline ...``); see ``README.md`` beside this file. Modules:
 ``regex``         subscription patterns as regexes (the baseline)
 ``aggregate``     harness result records of many runs as summary tables
 ``sparkutil``     Java check, session, checked Parquet reading, Hadoop file system access
+``submit``        the command line as a ``spark-submit`` application
 ================  ==========================================================================
 
 Importing the package imports neither pyspark, pyarrow nor pandas.

@@ -63,7 +63,8 @@ from typing import Any
 
 from . import matchers, regex, routing, workercache
 from .sparkutil import (Column, PipelineError, Store, check_input, check_local_out, is_local,
-                        java_problem, not_empty, read_checked, read_parquet, session)
+                        java_problem, not_empty, read_checked, read_parquet, session,
+                        under_spark_submit)
 
 __all__ = ["DEFAULT_IMPL", "HOT_SAMPLE", "IMPLS", "OUTPUTS", "RouteOptions", "hot_topics",
            "partition_messages", "route_frame", "run_route"]
@@ -112,7 +113,8 @@ class RouteOptions:
     out: str
     matcher: str = "cstrie"
     dialect: str = "nats"
-    master: str = "local[*]"
+    master: str | None = "local[*]"  # None: spark-submit's master, else local[*]
+    executor_python: str | None = None  # the executors' interpreter (see sparkutil.session)
     conf: list[tuple[str, str]] = field(default_factory=list)
     impl: str = DEFAULT_IMPL
     partitions: int | None = None
@@ -421,8 +423,9 @@ def run_route(opts: RouteOptions, log: Callable[[str], None] | None = None) -> d
             print(msg, file=sys.stderr, flush=True)
     started = _now()
     stages = _Stages(6 + bool(opts.inprocess) + bool(opts.baseline) + bool(opts.salt), log)
-    stages.start("session", f"starting Spark ({opts.master})")
-    spark = session(opts.master, opts.conf)
+    master = opts.master or (None if under_spark_submit() else "local[*]")
+    stages.start("session", f"starting Spark ({master or 'the master spark-submit was given'})")
+    spark = session(master, opts.conf, executor_python=opts.executor_python)
     sc = spark.sparkContext
     store = Store(spark)
     _prepare_out(store, out, opts.overwrite)
@@ -550,7 +553,8 @@ def run_route(opts: RouteOptions, log: Callable[[str], None] | None = None) -> d
         "patterns": len({p for p, _ in pairs}),
         "matcher": opts.matcher,
         "dialect": opts.dialect,
-        "master": opts.master,
+        "master": sc.master,
+        "executor_python": sc.pythonExec,  # what PySpark gives its Python workers
         "conf": dict(opts.conf),
         "impl": opts.impl,
         "partitions": partitions,
