@@ -115,11 +115,19 @@ publish: venv
 # subscriptions, routed by the CS-trie on local[*] with the single-thread in-process rate
 # beside it, and the regex baseline (cross join + RLIKE) on the first messages; then the
 # same routing through mapInPandas and RDD mapPartitions, the alternatives mapInArrow beat.
+# SIZE=full adds the scale run: 1,000,000 subscriptions and 1,000,000 messages in 8
+# partitions (each Python worker builds the matcher once; summary.json's matcher_builds has
+# the build's seconds and memory). At this size the default workload's mean fanout is 721,
+# so the run writes 721 million deliveries (2.6 GB); it took 11 minutes here: see
+# experiments/pipeline/README.md ("Memory, and a run at 1,000,000 subscriptions").
 PIPELINE_MESSAGES_quick := 100000
 PIPELINE_MESSAGES_full  := 1000000
 PIPELINE_BASELINE_quick := 5000
 PIPELINE_BASELINE_full  := 20000
 PIPELINE_DIR = $(RESULTS)/pipeline/$(SIZE)
+# Extra --conf settings of the scale run; empty: Spark's defaults, as in the run the README
+# reports (its memory section says what each part took and what to set on a cluster).
+PIPELINE_SCALE_CONF ?=
 pipeline-bench: venv
 	$(VPY) -m experiments pipeline generate --out $(PIPELINE_DIR)/workload --overwrite \
 		--subscriptions 10000 --messages $(PIPELINE_MESSAGES_$(SIZE))
@@ -133,6 +141,15 @@ pipeline-bench: venv
 			--subscriptions $(PIPELINE_DIR)/workload/subscriptions \
 			--messages $(PIPELINE_DIR)/workload/messages --impl $$impl || exit 1; \
 	done
+	@if test "$(SIZE)" = full; then \
+		echo "== the scale run: 1,000,000 subscriptions, 1,000,000 messages, 8 partitions"; \
+		$(VPY) -m experiments pipeline generate --out $(PIPELINE_DIR)/workload-1m --overwrite \
+			--subscriptions 1000000 --messages 1000000 && \
+		$(VPY) -m experiments pipeline route --out $(PIPELINE_DIR)/routed-1m --overwrite \
+			--subscriptions $(PIPELINE_DIR)/workload-1m/subscriptions \
+			--messages $(PIPELINE_DIR)/workload-1m/messages --partitions 8 \
+			$(PIPELINE_SCALE_CONF) || exit 1; \
+	fi
 
 # Keeps the free-threaded interpreter cached outside the repo (see tools/python-ft.sh).
 clean:

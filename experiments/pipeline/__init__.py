@@ -14,6 +14,7 @@ experiments pipeline ...``); see ``README.md`` beside this file. Modules:
 ``aggregate``     harness result records of many runs as summary tables
 ``inputs``        which files an input is, their checks and row counts; the recorded dialect
 ``sparkutil``     Java check, session, Hadoop file system access, the output folder's swap
+``submit``        the command line as a ``spark-submit`` application
 ================  ==========================================================================
 
 Importing the package imports neither pyspark, pyarrow nor pandas.

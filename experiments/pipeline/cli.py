@@ -224,11 +224,19 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
     r.add_argument("--dialect-mismatch-ok", action="store_true",
                    help="route with --dialect although a workload.json beside the inputs "
                         "records another dialect (refused without it)")
-    r.add_argument("--master", default="local[*]",
-                   help="Spark master (default: local[*]; e.g. spark://host:7077, yarn)")
+    r.add_argument("--master", default=None,
+                   help="Spark master, e.g. spark://host:7077, yarn (default: the one "
+                        "spark-submit was given when it runs this command, else local[*])")
     r.add_argument("--conf", type=_conf, action="append", default=[], metavar="KEY=VALUE",
                    help="Spark configuration, repeatable (e.g. --conf "
                         "spark.executor.memory=4g)")
+    r.add_argument("--executor-python", default=None, metavar="PATH",
+                   help="the Python the executors run, e.g. ./env/bin/python of an archive "
+                        "shipped with --conf spark.archives=env.tar.gz#env; exported as "
+                        "PYSPARK_PYTHON (what PySpark reads) and set as spark.pyspark.python "
+                        "and spark.executorEnv.PYSPARK_PYTHON before Spark starts (default: "
+                        "a --conf spark.pyspark.python, else in local mode this interpreter, "
+                        "on a cluster $PYSPARK_PYTHON or the nodes' python3)")
     r.add_argument("--impl", choices=_IMPLS, default=None,
                    help="how partitions are routed: mapInArrow, mapInPandas or RDD "
                         "mapPartitions (default: arrow, the fastest measured)")
@@ -353,7 +361,7 @@ def _route(args: argparse.Namespace) -> int:
         impl=args.impl or DEFAULT_IMPL, partitions=args.partitions, baseline=args.baseline,
         baseline_limit=args.baseline_limit, top=args.top, inprocess=args.inprocess,
         max_words=args.max_words, overwrite=args.overwrite, salt=args.salt,
-        argv=list(sys.argv))
+        executor_python=args.executor_python, argv=list(sys.argv))
     summary = run_route(opts)
     keys = ("messages_in", "messages_routed", "messages_rejected", "deliveries", "seconds",
             "messages_per_second", "matcher", "dialect", "impl", "partitions")

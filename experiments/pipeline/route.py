@@ -68,7 +68,8 @@ from typing import Any
 from . import matchers, regex, routing, workercache
 from .inputs import Column, InputFiles, check_input, input_dialect, read_input
 from .sparkutil import (PipelineError, Store, check_local_out, is_local, java_problem,
-                        local_path, out_problem, read_parquet, remove_tree, session, swap_in)
+                        local_path, out_problem, read_parquet, remove_tree, session, swap_in,
+                        under_spark_submit)
 
 __all__ = ["DEFAULT_IMPL", "HOT_SAMPLE", "IMPLS", "OUTPUTS", "RouteOptions", "hot_topics",
            "partition_messages", "route_frame", "run_route"]
@@ -121,7 +122,8 @@ class RouteOptions:
     dialect: str | None = None
     #: Route with ``dialect`` although a ``workload.json`` beside the inputs says otherwise.
     dialect_mismatch_ok: bool = False
-    master: str = "local[*]"
+    master: str | None = "local[*]"  # None: spark-submit's master, else local[*]
+    executor_python: str | None = None  # the executors' interpreter (see sparkutil.session)
     conf: list[tuple[str, str]] = field(default_factory=list)
     impl: str = DEFAULT_IMPL
     partitions: int | None = None
@@ -441,8 +443,9 @@ def run_route(opts: RouteOptions, log: Callable[[str], None] | None = None) -> d
 
     started = _now()
     stages = _Stages(7 + bool(opts.inprocess) + bool(opts.baseline) + bool(opts.salt), log)
-    stages.start("session", f"starting Spark ({opts.master})")
-    spark = session(opts.master, opts.conf)
+    master = opts.master or (None if under_spark_submit() else "local[*]")
+    stages.start("session", f"starting Spark ({master or 'the master spark-submit was given'})")
+    spark = session(master, opts.conf, executor_python=opts.executor_python)
     store = Store(spark)
     for path, option, columns in inputs:
         if option not in checked:
@@ -619,7 +622,8 @@ def _route_into(spark: Any, store: Store, opts: RouteOptions, dialect: str,
         "patterns": len({p for p, _ in pairs}),
         "matcher": opts.matcher,
         "dialect": dialect,
-        "master": opts.master,
+        "master": sc.master,
+        "executor_python": sc.pythonExec,  # what PySpark gives its Python workers
         "conf": dict(opts.conf),
         "impl": opts.impl,
         "partitions": partitions,

@@ -36,6 +36,7 @@ __all__ = [
     "remove_tree",
     "session",
     "swap_in",
+    "under_spark_submit",
 ]
 
 JAVA_HINT = ("install a JDK 17 (e.g. `apt-get install openjdk-17-jre-headless`) and set "
@@ -88,14 +89,31 @@ def _log4j2_file() -> str:
     return path
 
 
-def session(master: str = "local[*]", conf: Iterable[tuple[str, str]] = (),
-            app_name: str = "cstrie-pipeline", quiet: bool = True) -> Any:
+def under_spark_submit() -> bool:
+    """Whether this driver was started by ``spark-submit`` (which launched the JVM and
+    passed its gateway here), not by ``python``."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def session(master: str | None = "local[*]", conf: Iterable[tuple[str, str]] = (),
+            app_name: str = "cstrie-pipeline", quiet: bool = True,
+            executor_python: str | None = None) -> Any:
     """A SparkSession for ``master`` with ``conf`` applied (get-or-create).
 
-    In local mode the Python workers run this interpreter (``PYSPARK_PYTHON`` is set to
-    ``sys.executable`` unless it or ``spark.pyspark.python`` is given), so they import the
-    same package; ``spark.sql.shuffle.partitions`` defaults to 8 (the figures the job
-    shuffles are small). On a cluster nothing is assumed: see the README's cluster section.
+    ``master`` None: the master ``spark-submit`` was given, when it started this driver
+    (:func:`under_spark_submit`), else ``local[*]``.
+
+    The executors' Python: PySpark's driver takes the interpreter its Python workers run
+    from the ``PYSPARK_PYTHON`` environment variable when the session starts; the setting
+    ``spark.pyspark.python`` only acts through ``spark-submit``, which exports it, so a
+    driver started with ``python -m ...`` ignores it. ``executor_python`` (``route
+    --executor-python``), else a ``spark.pyspark.python`` in ``conf``, is therefore exported
+    as ``PYSPARK_PYTHON`` before the session starts, and also set as ``spark.pyspark.python``
+    and ``spark.executorEnv.PYSPARK_PYTHON``. Without either, in local mode the workers run
+    this interpreter (``PYSPARK_PYTHON`` is set to ``sys.executable`` unless already set), so
+    they import the same package; on a cluster, ``PYSPARK_PYTHON`` as it is, else each node's
+    ``python3``. ``spark.sql.shuffle.partitions`` defaults to 8 in local mode (the figures
+    the job shuffles are small).
 
     ``quiet`` (unless ``conf`` says otherwise): no progress bars
     (``spark.ui.showConsoleProgress``), and the driver JVM starts with
@@ -110,18 +128,34 @@ def session(master: str = "local[*]", conf: Iterable[tuple[str, str]] = (),
         raise PipelineError(problem)
     conf = list(conf)
     keys = {k for k, _ in conf}
-    local = master.startswith("local")
-    if local and "spark.pyspark.python" not in keys:
+    if master is None and not under_spark_submit():
+        master = "local[*]"
+    if master is None:
+        from pyspark import SparkConf
+
+        local = SparkConf().get("spark.master", "").startswith("local")
+    else:
+        local = master.startswith("local")
+    if executor_python is None:
+        executor_python = dict(conf).get("spark.pyspark.python")
+    if executor_python:
+        os.environ["PYSPARK_PYTHON"] = executor_python
+    elif local:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    builder = SparkSession.builder.master(master).appName(app_name)
+    builder = SparkSession.builder.appName(app_name)
+    if master is not None:
+        builder = builder.master(master)
+    if executor_python:
+        builder = builder.config("spark.pyspark.python", executor_python).config(
+            "spark.executorEnv.PYSPARK_PYTHON", executor_python)
     if local and "spark.sql.shuffle.partitions" not in keys:
         builder = builder.config("spark.sql.shuffle.partitions", "8")
     if quiet and "spark.ui.showConsoleProgress" not in keys:
         builder = builder.config("spark.ui.showConsoleProgress", "false")
-    if quiet and "spark.driver.extraJavaOptions" not in keys:
+    if quiet and "spark.driver.extraJavaOptions" not in keys and not under_spark_submit():
         builder = builder.config("spark.driver.extraJavaOptions",
                                  f"-Dlog4j2.configurationFile=file:{_log4j2_file()}")
     for key, value in conf:
