@@ -208,7 +208,7 @@ class Run:
         self,
         experiment: str,
         algorithm: str,
-        dialect: str,
+        dialect: str | None,
         workload: str,
         params: dict[str, Any],
         *,
@@ -226,6 +226,9 @@ class Run:
         ``"failed"``, no values and a ``note`` saying why.
         """
         vals = sorted(values or [])
+        median: float | None
+        lo: float | None
+        hi: float | None
         if vals:
             mid = len(vals) // 2
             median = vals[mid] if len(vals) % 2 else (vals[mid - 1] + vals[mid]) / 2

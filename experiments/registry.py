@@ -126,44 +126,48 @@ def make(name: str, dialect: str, *, topic_space: Iterable[str] | None = None,
     """A new, empty matcher ``name`` for ``dialect``.
 
     ``topic_space`` is required by ``inverted_bitmap`` and ``max_words`` by
-    ``optimized_bitmap``; the others ignore them.
+    ``optimized_bitmap``; the others ignore them. ``dialect`` is a name as read from a
+    command line or a record; an unknown one raises ``ValueError``.
     """
+    from ctrie.topics import Dialect
+
+    d = Dialect.coerce(dialect)
     if name == "cstrie":
         from ctrie import CSTrie
 
-        return CSTrie(dialect=dialect)
+        return CSTrie(dialect=d)
     if name == "cstrie_cache":
         from ctrie import CSTrie
 
-        return CSTrie(dialect=dialect, cache=True)
+        return CSTrie(dialect=d, cache=True)
     if name == "cstrie_replicated":
         from ctrie import ReplicatedTrie
 
-        return ReplicatedTrie(dialect=dialect)
+        return ReplicatedTrie(dialect=d)
     if name == "locked_trie":
         from baselines import LockedTrie
 
-        return LockedTrie(dialect=dialect, cache=True)
+        return LockedTrie(dialect=d, cache=True)
     if name == "locked_trie_nocache":
         from baselines import LockedTrie
 
-        return LockedTrie(dialect=dialect, cache=False)
+        return LockedTrie(dialect=d, cache=False)
     if name == "naive":
         from baselines import NaiveMatcher
 
-        return NaiveMatcher(dialect=dialect)
+        return NaiveMatcher(dialect=d)
     if name == "inverted_bitmap":
         from baselines import InvertedBitmapMatcher
 
         if topic_space is None:
             raise ValueError("inverted_bitmap needs a topic_space")
-        return InvertedBitmapMatcher(topic_space, dialect=dialect)
+        return InvertedBitmapMatcher(topic_space, dialect=d)
     if name == "optimized_bitmap":
         from baselines import OptimizedBitmapMatcher
 
         if max_words is None:
             raise ValueError("optimized_bitmap needs max_words")
-        return OptimizedBitmapMatcher(max_words, dialect=dialect)
+        return OptimizedBitmapMatcher(max_words, dialect=d)
     if name == "paho":
         if dialect != "mqtt":
             raise ValueError(f"paho's MQTTMatcher speaks only MQTT, not {dialect!r}")

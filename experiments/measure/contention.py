@@ -87,9 +87,9 @@ def run_contention(run: Run, algorithms: list[str], dialects: list[str]) -> None
                     walls.append(wall)
                     cpus.append(cpu)
                     progress.update(1)
-                params = {"sharing": sharing, "reads_per_thread": reads}
-                store_cpu(params, walls, cpus, n * reads)
-                run.record("contention", algorithm, "-", sharing, params, threads=n,
+                probe: dict[str, Any] = {"sharing": sharing, "reads_per_thread": reads}
+                store_cpu(probe, walls, cpus, n * reads)
+                run.record("contention", algorithm, "-", sharing, probe, threads=n,
                            unit="us", values=[c / (n * reads) * 1e6 for c in cpus])
                 continue
             dialect = "mqtt" if algorithm == "paho" else "nats"

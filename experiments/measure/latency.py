@@ -27,6 +27,7 @@ bitmap is sized for 5 words.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from functools import partial
 from itertools import repeat
 from time import perf_counter
 from typing import Any
@@ -190,7 +191,7 @@ def latency_benches(algorithm: str, dialect: str, seed: int, hot_population: int
                 raise AssertionError(f"{algorithm} ({dialect}): lookup({t!r}) misses {pattern!r}")
         return _cycle(m.lookup, topics)
 
-    makers = {
+    makers: dict[tuple[str, str], Callable[[str], TimeFunc]] = {
         ("subscribe", "faithful"): subscribe_faithful,
         ("subscribe", "real"): subscribe_real,
         ("unsubscribe", "faithful"): unsubscribe_faithful,
@@ -205,7 +206,7 @@ def latency_benches(algorithm: str, dialect: str, seed: int, hot_population: int
             if state == "cold":
                 params["hot_population"] = 0
             bench = Bench(f"{op}/{state}/{variant}",
-                          (lambda maker=maker, state=state: maker(state)), params=params)
+                          partial(maker, state), params=params)
             if algorithm == "inverted_bitmap" and (op, variant) == ("unsubscribe", "real"):
                 # Each timed unsubscribe needs an untimed subscribe of a fresh wildcard
                 # pattern, which scans the whole topic space (~1000x the timed part).
@@ -220,8 +221,9 @@ def latency_benches(algorithm: str, dialect: str, seed: int, hot_population: int
 def dense_lookup_bench(algorithm: str, dialect: str, seed: int, filters: int, topics: int
                        ) -> Bench:
     """``lookup/dense/distinct``: lookups cycling through the dense workload's topics."""
-    from ctrie import matches
+    from ctrie import Dialect, matches
 
+    d = Dialect.coerce(dialect)
     form = _forms(dialect)
     wl = workloads.dense_workload(seed, filters, topics)
     pats = [form(p) for p in wl.filters]
@@ -241,7 +243,7 @@ def dense_lookup_bench(algorithm: str, dialect: str, seed: int, filters: int, to
             raise RuntimeError(f"{algorithm} refused {refused} dense filters")
         look = m.lookup
         for t in tops[:DENSE_ORACLE_TOPICS]:
-            want = frozenset(i for i, p in enumerate(pats) if matches(p, t, dialect))
+            want = frozenset(i for i, p in enumerate(pats) if matches(p, t, d))
             got = look(t)
             if got != want:
                 raise AssertionError(f"{algorithm} ({dialect}): lookup({t!r}) = "

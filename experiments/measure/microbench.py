@@ -91,10 +91,10 @@ def _parse_pyperf(path: Path) -> dict[str, dict[str, Any]]:
     """name -> {values (s), loops, runs} from a pyperf JSON file (plain json, no pyperf)."""
     data = json.loads(path.read_text())
     common = data.get("metadata", {})
-    out = {}
+    out: dict[str, dict[str, Any]] = {}
     for bench in data.get("benchmarks", []):
         meta = {**common, **bench.get("metadata", {})}
-        name = meta.get("name")
+        name = str(meta.get("name"))
         values: list[float] = []
         loops = meta.get("loops")
         runs = 0
@@ -228,11 +228,11 @@ def _run_group(run: Run, experiment: str, suite: str, group: str, algorithm: str
     batches: dict[int | None, list[Bench]] = {}
     for bench in ready:
         batches.setdefault(bench.loops, []).append(bench)
-    for loops, members in batches.items():
+    for fixed, members in batches.items():
         names = [b.name for b in members]
         warnings: dict[str, list[str]] = {}
         try:
-            path, warnings, _ = _run_pyperf(run, experiment, suite, group, names, loops,
+            path, warnings, _ = _run_pyperf(run, experiment, suite, group, names, fixed,
                                             progress)
             parsed = _parse_pyperf(path)
         except Exception as exc:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import gc
 import threading
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from time import perf_counter, thread_time
 from typing import Any, NamedTuple
 
@@ -84,7 +84,7 @@ class Round(NamedTuple):
     cpu_s: float
 
 
-def timed_round(matcher: Any, plans: list[tuple[list[tuple[bool, str]], Hashable]], *,
+def timed_round(matcher: Any, plans: Sequence[tuple[list[tuple[bool, str]], Hashable]], *,
                 per_thread: list[Any] | None = None, warm: bool = False) -> Round:
     """Run one round: one thread per ``(ops, subscriber)`` plan; return wall and CPU time.
 
@@ -126,9 +126,9 @@ def spread(values: list[float]) -> dict[str, float]:
 def add_hit_share(out: list[float], matcher: Any, before: int | None, lookups: int) -> None:
     """Append the share of a round's ``lookups`` that ``matcher``'s result cache answered
     (nothing for a matcher without one; see registry.computed_lookups)."""
-    if before is not None and lookups > 0:
-        out.append(registry.cache_hit_share(registry.computed_lookups(matcher) - before,
-                                            lookups))
+    after = registry.computed_lookups(matcher)
+    if before is not None and after is not None and lookups > 0:
+        out.append(registry.cache_hit_share(after - before, lookups))
 
 
 def populated(algorithm: str, dialect: str, items: list[str],

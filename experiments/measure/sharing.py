@@ -149,8 +149,9 @@ class _Worker(threading.Thread):
             self.cpu_s = thread_time() - cpu0
             self.span = (t0, perf_counter())
             self.ctx = _ctx_switches() - c0
-            if before is not None:
-                self.computed = (before, registry.computed_lookups(m))
+            after = registry.computed_lookups(m)
+            if before is not None and after is not None:
+                self.computed = (before, after)
         except BaseException as exc:  # reported by _round
             self.error = exc
             self.barrier.abort()

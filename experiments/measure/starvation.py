@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import threading
 from time import perf_counter
+from collections.abc import Hashable
 from typing import Any, Callable
 
 from .. import registry
@@ -52,7 +53,7 @@ def _setup(workload: str) -> tuple[list[tuple[str, Any]], str, Callable[[Any, in
     writer = rest[-1]
     if kind == "fork":
         depth = int(rest[0][1:])
-        pairs = [(p, i) for i, p in enumerate(_fork_patterns(depth))]
+        pairs: list[tuple[str, Hashable]] = [(p, i) for i, p in enumerate(_fork_patterns(depth))]
         topic = "a." + ".".join(["b"] * depth)
         target = {"none": None, "unrelated": "a.unrelated"}[writer]
     else:

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import gc
 from time import perf_counter
+from typing import Any
 
-from ctrie import matches
+from ctrie import Dialect, matches
 
 from .. import registry, workloads
 from ..env import Run
@@ -31,8 +32,9 @@ ORACLE_MESSAGES = 200
 WORDS = 3
 
 
-def _expected(patterns: list[str], messages: list[str], dialect: str) -> list[frozenset]:
-    return [frozenset(i for i, p in enumerate(patterns) if matches(p, m, dialect))
+def _expected(patterns: list[str], messages: list[str], dialect: str) -> list[frozenset[int]]:
+    d = Dialect.coerce(dialect)
+    return [frozenset(i for i, p in enumerate(patterns) if matches(p, m, d))
             for m in messages]
 
 
@@ -53,7 +55,7 @@ def run_throughput(run: Run, algorithms: list[str], dialects: list[str]) -> None
                 sample = msgs[:ORACLE_MESSAGES]
                 forms[dialect] = (pats, msgs, sample, _expected(pats, sample, dialect))
             pats, msgs, sample, expected = forms[dialect]
-            params = {
+            params: dict[str, Any] = {
                 "subscriptions": len(pats), "messages": len(msgs),
                 "distinct_patterns": wl.distinct_patterns, "words": WORDS,
                 "messages_full_size": 100_000,
@@ -98,9 +100,9 @@ def run_throughput(run: Run, algorithms: list[str], dialects: list[str]) -> None
                         look(msg)
                     elapsed = perf_counter() - t0
                     rates.append(len(msgs) / elapsed)
-                    if before is not None:
-                        hit_rates.append(registry.cache_hit_share(
-                            registry.computed_lookups(m) - before, len(msgs)))
+                    after = registry.computed_lookups(m)
+                    if before is not None and after is not None:
+                        hit_rates.append(registry.cache_hit_share(after - before, len(msgs)))
                     del m, look
                     progress.update(1)
             except Exception as exc:

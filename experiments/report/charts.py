@@ -62,9 +62,9 @@ def fig_latency(recs: list[Record], state: str) -> Any:
             ax = axes[row][col]
             second = _SECOND_VARIANT[op]
             styles = {"faithful": ("full", -0.15), second: ("none", 0.15)}
-            rows = []
+            rows: list[tuple[str, list[tuple[str, Record | None]]]] = []
             for a, d in drawn:
-                series = []
+                series: list[tuple[str, Record | None]] = []
                 for variant in styles:
                     wl = f"{op}/{state}/{variant}"
                     c = gaps.check(cells(rs, algorithm=a, dialect=d, workload=wl), rs,
@@ -110,9 +110,9 @@ def fig_throughput(recs: list[Record]) -> Any:
     gaps = Gaps()
     for col, ((build, rs), p) in enumerate(zip(runs, plans)):
         ax = axes[0][col]
-        rows = []
+        rows: list[tuple[str, list[tuple[str, Record | None]]]] = []
         for a in [a for a in ALGORITHMS if a in p.algorithms]:
-            series = []
+            series: list[tuple[str, Record | None]] = []
             for d in dialects_for(a, p.dialects):
                 c = gaps.check(cells(rs, algorithm=a, dialect=d), rs, build_name(recs, build),
                                series_label(a), f"{d}", algorithm=a, dialect=d)
@@ -250,7 +250,9 @@ def fig_primitives(recs: list[Record]) -> Any:
     h = 0.8 / len(runs)
     gaps = Gaps()
     for k, (build, rs) in enumerate(runs):
-        pos, meds, errs = [], [], [[], []]
+        pos: list[float] = []
+        meds: list[float] = []
+        errs: list[list[float]] = [[], []]
         for i, n in enumerate(names):
             c = gaps.check(cells(rs, algorithm=n), rs, build_name(recs, build), n, "",
                            algorithm=n)

@@ -55,7 +55,7 @@ def fig_scaling(recs: list[Record], workload: str) -> Any:
             ax.set_xlabel("threads")
             ax.set_ylabel("operations per second" + (" (log)" if log else "")
                           + "; higher is better")
-            shares = {}
+            shares: dict[int, Any] = {}
             for r in rs:
                 shares.setdefault(r["threads"], r["params"].get("write_share"))
             share = ", ".join(f"{n}: {shares[n] * 100:.0f}%" for n in threads

@@ -254,9 +254,9 @@ def facts(records: list[Record], builds: list[str]) -> dict[str, str]:
             out[f"{tag}_target_{row['target']}"] = f"{row['value']:.2f}"
     # A build without results still answers every fact the other build has, with "n/a",
     # so that a paper drawn from one build renders (and says what is missing).
-    for t in TARGETS:
+    for target in TARGETS:
         for tag in ("gil", "ft"):
-            out.setdefault(f"{tag}_target_{t.key}", "n/a")
+            out.setdefault(f"{tag}_target_{target.key}", "n/a")
     for key in list(out):
         for mine, other in (("gil_", "ft_"), ("ft_", "gil_")):
             if key.startswith(mine):
