@@ -36,9 +36,10 @@ from .argtypes import (FOUND_PYTHONS, choices_list, existing_dir, existing_file,
 from .config import SIZES, Size
 from .env import PROJECT_ROOT, Run, default_results_root, estimate_seconds, paper_build_dir
 from .extras import missing
-from .preflight import file_problem
+from .preflight import dir_problem, file_problem
 from .registry import ALGORITHMS, DIALECTS
 from .rerun import PROG_ENV, Terminated, reexec, report_run, terminate
+from .writing import WriteError
 
 __all__ = ["main"]
 
@@ -304,9 +305,12 @@ def _run_steps(run: Run, steps: list[tuple[str, Callable[[], None]]]) -> int:
               f"{run.manifest} says so", file=sys.stderr)
         return 143 if name == "SIGTERM" else 130
     except BaseException as exc:
-        run.finish("failed", experiment=current, error=f"{type(exc).__name__}: {exc}")
-        run.report()
-        report_run(run)
+        try:
+            run.finish("failed", experiment=current, error=f"{type(exc).__name__}: {exc}")
+            run.report()
+            report_run(run)
+        except WriteError:
+            pass  # nor can the run file be written: the error raised says what failed
         raise
     finally:
         signal.signal(signal.SIGTERM, previous)
@@ -355,6 +359,10 @@ def main(argv: list[str] | None = None) -> int:
             from .report.charts import run_charts
 
             out = args.out if args.out is not None else paper_build_dir(args.source) / "figures"
+            why = dir_problem(out)
+            if why:
+                print(f"error: charts: the default --out {out} {why}", file=sys.stderr)
+                return 2
             for path in run_charts(args.source, out, tuple(args.formats)):
                 print(f"wrote {path}")
             return 0
@@ -380,6 +388,9 @@ def main(argv: list[str] | None = None) -> int:
             rows = run_summary(args.source)
             return 0 if rows else 1
         return _measure(args, argv)
+    except WriteError as exc:
+        print(f"error: {args.command}: {exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -24,6 +24,7 @@ from .measure.compare import measure, options
 from .report.compare import present
 from .rerun import Terminated, terminate
 from .workloads import EXAMPLES
+from .writing import WriteError
 
 __all__ = ["run_compare"]
 
@@ -36,9 +37,13 @@ def run_compare(args: argparse.Namespace, argv: list[str]) -> int:
             print(f"error: --write-example: no example {name!r}; choose from "
                   f"{', '.join(EXAMPLES)}", file=sys.stderr)
             return 2
-        for path in write_example(name, Path(folder), args.seed):
+        for path in write_example(name, Path(folder), args.seed, args.overwrite):
             print(f"wrote {path}")
         return 0
+    if args.overwrite:
+        print("error: --overwrite goes with --write-example (a measuring run never replaces "
+              "a file)", file=sys.stderr)
+        return 2
     runnable = [a for a in args.algorithms if registry.dialects_for(a, [args.dialect])]
     if not registry.dialects_for(args.baseline, [args.dialect]) or not runnable:
         what = (f"--baseline {args.baseline}" if runnable
@@ -71,7 +76,10 @@ def run_compare(args: argparse.Namespace, argv: list[str]) -> int:
               "says so", file=sys.stderr)
         return 143 if name == "SIGTERM" else 130
     except BaseException as exc:
-        run.finish("failed", experiment="compare", error=f"{type(exc).__name__}: {exc}")
+        try:
+            run.finish("failed", experiment="compare", error=f"{type(exc).__name__}: {exc}")
+        except WriteError:
+            pass  # nor can the run file be written: the error raised says what failed
         raise
     finally:
         signal.signal(signal.SIGTERM, previous)

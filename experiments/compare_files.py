@@ -30,6 +30,7 @@ from ctrie import InvalidTopicError, validate_pattern, validate_topic
 
 from . import workloads
 from .env import PROJECT_ROOT
+from .writing import WriteError, write_all
 
 __all__ = ["EXAMPLES_DIR", "SUBSCRIPTIONS", "TOPICS", "Workload", "WorkloadError",
            "WorkloadFile", "abbreviate", "read_workload", "write_example"]
@@ -197,16 +198,24 @@ def read_workload(subscriptions: Path, topics: Path, dialect: str,
         duplicates=len(subs) - len(set(subs)), max_words=most)
 
 
-def write_example(name: str, folder: Path, seed: int = workloads.EXAMPLE_SEED) -> list[Path]:
+def write_example(name: str, folder: Path, seed: int = workloads.EXAMPLE_SEED,
+                  overwrite: bool = False) -> list[Path]:
     """Write the example workload ``name`` (see :data:`experiments.workloads.EXAMPLES`) as
-    ``folder/subscriptions.txt`` and ``folder/topics.txt``; return the two paths."""
+    ``folder/subscriptions.txt`` and ``folder/topics.txt``; return the two paths. Raise
+    :class:`experiments.writing.WriteError`, having written nothing, when ``folder`` is not
+    a folder, or holds either file and ``overwrite`` is false."""
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise WriteError(f"{folder} exists and is not a directory")
+    paths = [folder / SUBSCRIPTIONS, folder / TOPICS]
+    present = [p.name for p in paths if p.exists()]
+    if present and not overwrite:
+        raise WriteError(f"{folder} already holds {' and '.join(present)}; pass --overwrite "
+                         "to replace them")
     make, _ = workloads.EXAMPLES[name]
     wl = make(seed)
     for pattern, who in wl.subscriptions:
         assert "\n" not in pattern and not set(who) & {"\t", "\n"}, (pattern, who)
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    paths = [folder / SUBSCRIPTIONS, folder / TOPICS]
-    paths[0].write_bytes("".join(f"{p}\t{w}\n" for p, w in wl.subscriptions).encode())
-    paths[1].write_bytes("".join(f"{t}\n" for t in wl.topics).encode())
-    return paths
+    return write_all({
+        paths[0]: "".join(f"{p}\t{w}\n" for p, w in wl.subscriptions).encode(),
+        paths[1]: "".join(f"{t}\n" for t in wl.topics).encode()})

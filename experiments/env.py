@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from .config import Size
+from .writing import writing
 
 __all__ = [
     "PROJECT_ROOT",
@@ -160,7 +161,8 @@ class Run:
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         self.run_id = f"{stamp}-{secrets.token_hex(2)}"
         self.dir = Path(out_root).resolve() / self.build
-        self.dir.mkdir(parents=True, exist_ok=True)
+        with writing(self.dir, "create the folder"):
+            self.dir.mkdir(parents=True, exist_ok=True)
         self.files: list[Path] = []
         self._open: dict[str, IO[str]] = {}
         self.counts: dict[str, int] = {}
@@ -176,15 +178,17 @@ class Run:
         }
         #: The run file: what was asked for, on which build (``run-<run_id>.json``).
         self.manifest = self.new_path("run", ".json")
-        self.manifest.write_text(json.dumps(manifest, indent=2) + "\n")
+        with writing(self.manifest):
+            self.manifest.write_text(json.dumps(manifest, indent=2) + "\n")
 
     def _rewrite_manifest(self, change: Callable[[dict[str, Any]], None]) -> None:
         """Apply ``change`` to the run file's contents and replace the file in one step."""
         data = json.loads(self.manifest.read_text())
         change(data)
         tmp = self.manifest.with_name(self.manifest.name + ".tmp")
-        tmp.write_text(json.dumps(data, indent=2) + "\n")
-        os.replace(tmp, self.manifest)
+        with writing(self.manifest):
+            tmp.write_text(json.dumps(data, indent=2) + "\n")
+            os.replace(tmp, self.manifest)
 
     def step_done(self, experiment: str, seconds: float) -> None:
         """Note in the run file how long ``experiment`` took (the next run's estimate)."""
@@ -194,7 +198,8 @@ class Run:
     def new_path(self, stem: str, suffix: str, subdir: str | None = None) -> Path:
         """A path named after the run that does not exist yet (``stem-<run_id>[-n]suffix``)."""
         folder = self.dir / subdir if subdir else self.dir
-        folder.mkdir(parents=True, exist_ok=True)
+        with writing(folder, "create the folder"):
+            folder.mkdir(parents=True, exist_ok=True)
         n = 0
         while True:
             tail = f"-{n}" if n else ""
@@ -245,9 +250,11 @@ class Run:
         fh = self._open.get(experiment)
         if fh is None:
             path = self.new_path(experiment, ".jsonl")
-            fh = self._open[experiment] = open(path, "x", encoding="utf-8")
-        fh.write(json.dumps(rec, sort_keys=False) + "\n")
-        fh.flush()
+            with writing(path):
+                fh = self._open[experiment] = open(path, "x", encoding="utf-8")
+        with writing(fh.name):
+            fh.write(json.dumps(rec, sort_keys=False) + "\n")
+            fh.flush()
         self.counts[experiment] = self.counts.get(experiment, 0) + 1
         return rec
 

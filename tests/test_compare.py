@@ -148,7 +148,8 @@ def test_the_shipped_examples_are_what_the_generator_writes(name, tmp_path, caps
         shipped = EXAMPLES_DIR / name / file
         assert (folder / file).read_bytes() == shipped.read_bytes(), (
             f"{shipped} differs from what the generator writes: regenerate it with "
-            f"python -m experiments compare --write-example {name} examples/{name}")
+            f"python -m experiments compare --write-example {name} examples/{name} "
+            "--overwrite")
         assert shipped.stat().st_size < 300_000
     wl = read_workload(folder / SUBSCRIPTIONS, folder / TOPICS, EXAMPLES[name][1])
     assert wl.name == name and len(wl.subscriptions) == 2000 and len(wl.topics) == 5000

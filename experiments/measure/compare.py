@@ -65,10 +65,11 @@ command says so and still writes the records and prints the table.
 **Examples.** ``examples/nats-inbox/`` (NATS request/reply: service subjects and reply
 inboxes) and ``examples/mqtt-sensors/`` (an MQTT sensor tree), made by
 :data:`experiments.workloads.EXAMPLES` with seed 1. They live in the checkout, not in the
-installed package; ``compare --write-example NAME DIR`` writes the same bytes anywhere (the
-tests check that regenerating gives the shipped files)::
+installed package; ``compare --write-example NAME DIR`` writes the same bytes anywhere
+(``--overwrite`` replaces them in a folder that holds them; the tests check that
+regenerating gives the shipped files)::
 
-    python -m experiments compare --write-example nats-inbox examples/nats-inbox
+    python -m experiments compare --write-example nats-inbox examples/nats-inbox --overwrite
     python -m experiments compare --subscriptions examples/nats-inbox/subscriptions.txt \\
         --topics examples/nats-inbox/topics.txt
     python -m experiments compare --dialect mqtt --algorithms cstrie,locked_trie,paho \\
@@ -90,8 +91,8 @@ from typing import TYPE_CHECKING, Any
 from ctrie import matches
 
 from .. import registry, workloads
-from ..argtypes import (choices_list, int_list, out_dir, positive_int, python_arg, seed_arg,
-                        share_list)
+from ..argtypes import (choices_list, int_list, out_dir, out_file, positive_int, python_arg,
+                        seed_arg, share_list)
 from ..env import Run
 from ..progress import bar
 from .rounds import add_hit_share, store_cpu, timed_round
@@ -171,7 +172,7 @@ examples (in a checkout; --write-example writes the same bytes anywhere):
   python -m experiments compare --dialect mqtt --algorithms cstrie,locked_trie,paho \\
       --subscriptions examples/mqtt-sensors/subscriptions.txt \\
       --topics examples/mqtt-sensors/topics.txt
-  python -m experiments compare --write-example nats-inbox examples/nats-inbox
+  python -m experiments compare --write-example nats-inbox examples/nats-inbox --overwrite
 """
 
 
@@ -213,7 +214,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--out", type=out_dir, default=None, metavar="DIR",
                    help="results root; records go to DIR/<version>-<gil|ft>/ "
                         "(default: results/ of the checkout)")
-    p.add_argument("--chart", default=None, metavar="FILE",
+    p.add_argument("--chart", type=out_file, default=None, metavar="FILE",
                    help="where the chart goes (default: beside the records)")
     p.add_argument("--seed", type=seed_arg, default=workloads.EXAMPLE_SEED, metavar="N",
                    help="seed of the threaded plans and of --write-example (default: 1)")
@@ -222,6 +223,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--write-example", nargs=2, metavar=("NAME", "DIR"), default=None,
                    help=f"write the example workload NAME ({', '.join(workloads.EXAMPLES)}) "
                         "as DIR/subscriptions.txt and DIR/topics.txt, and stop")
+    p.add_argument("--overwrite", action="store_true",
+                   help="with --write-example: replace DIR/subscriptions.txt and "
+                        "DIR/topics.txt when DIR holds them (refused otherwise)")
     return p
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..measure.compare import LATENCY, THROUGHPUT
 from ..records import Record, ok
+from ..writing import writing
 from .plotting import COLORS, MARKERS, build_name, pyplot, series_label
 
 __all__ = ["chart", "present", "ratio", "table"]
@@ -150,8 +151,9 @@ def chart(records: list[Record], baseline: str, path: Path) -> Path:
                  f"; median and quartiles of {first['rounds']} rounds; baseline {baseline}",
                  fontsize=9)
     fig.tight_layout()
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120, bbox_inches="tight")
+    with writing(path):
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
     return Path(path)
 
