@@ -23,6 +23,7 @@ from .env import Run, default_results_root
 from .measure.compare import measure, options
 from .report.compare import present
 from .rerun import Terminated, terminate
+from .text import count
 from .workloads import EXAMPLES
 from .writing import WriteError
 
@@ -62,6 +63,9 @@ def run_compare(args: argparse.Namespace, argv: list[str]) -> int:
         print(f"error: {len(exc.problems)} problem(s) in the workload; nothing measured",
               file=sys.stderr)
         return 2
+    for f in wl.files.values():
+        if f.blank:
+            print(f"skipped {count(f.blank, 'blank line')} in {f.path}", file=sys.stderr)
     print(f"== compare: {wl.describe()}", file=sys.stderr, flush=True)
     # compare's counts are its own options (in argv and every record's params), not a size.
     run = Run(args.out or default_results_root(), args.seed,

@@ -10,8 +10,9 @@ Broker engineers want the answer for their subjects, not for random 5-word topic
 
 **Files.** The subscriptions file holds one ``PATTERN<TAB>SUBSCRIBER`` a line (split at the
 last TAB; a line without a TAB is a pattern whose subscriber is its line number), the topics
-file one published topic a line; UTF-8, empty lines skipped, no comments, spaces are part of
-the text (see :mod:`experiments.compare_files`). Both files are validated in full before
+file one published topic a line; UTF-8, empty lines skipped (and counted on stderr), no
+comments, spaces are part of the text; the empty string (the AMQP empty routing key) is
+written as two double quotes (see :mod:`experiments.compare_files`). Both files are validated in full before
 anything is measured, with the package's validators for ``--dialect``: every bad line is
 printed (``file:line: reason``), and the command exits with status 2 having written nothing.
 
@@ -153,8 +154,13 @@ files:
                  without a TAB is a pattern whose subscriber is its line number (a pattern
                  holding a TAB, legal in MQTT and AMQP, needs <TAB>SUBSCRIBER after it)
   topics         one published topic a line, the whole line
-  both           UTF-8; lines end with LF (CRLF accepted); empty lines are skipped; no
-                 comments ('#' is a wildcard); spaces are text, never separators
+  both           UTF-8; lines end with LF (CRLF accepted); empty lines are skipped (and
+                 counted on stderr); no comments ('#' is a wildcard); spaces are text,
+                 never separators
+  empty key      AMQP's empty routing key (the empty string, as a topic or a pattern) is
+                 written "" (two double quotes): a pattern or topic of double quotes only
+                 stands for itself less two quotes (four quotes are the word ""); in
+                 nats and mqtt, where the empty string is invalid, "" is a bad line
 
 measured (each round on a fresh matcher holding every subscription, after an untimed
 pass over the topics):
