@@ -3,8 +3,8 @@ command line.
 
 Measuring commands (``latency``, ``throughput``, ``memory``, ``scaling``, ``lockfree``,
 ``contention``, ``sharing``, ``ownership``, ``starvation``, ``level_width``, ``primitives``,
-``all``) are quick by default and print an estimate of their time before they start; they
-share the options ``--quick`` / ``--smoke`` / ``--full`` / ``--size``, ``--out``, ``--seed``,
+``all``) are quick by default and print an estimate of their time before they start (from
+earlier runs of the same selection: :mod:`experiments.estimate`); they share the options ``--quick`` / ``--smoke`` / ``--full`` / ``--size``, ``--out``, ``--seed``,
 ``--algorithms``, ``--dialects``, ``--python``, and for the concurrent experiments
 ``--threads``, ``--round-ops`` and ``--write-shares``; ``charts``, ``summary`` and ``paper``
 read result files only (``--from``) and write beside them; ``publish`` is the one command
@@ -34,7 +34,8 @@ from pathlib import Path
 from .argtypes import (FOUND_PYTHONS, choices_list, existing_dir, existing_file, int_list,
                        out_dir, out_file, positive_int, python_arg, seed_arg, share_list)
 from .config import SIZES, Size
-from .env import PROJECT_ROOT, Run, default_results_root, estimate_seconds, paper_build_dir
+from .env import PROJECT_ROOT, Run, default_results_root, paper_build_dir
+from .estimate import estimate_line
 from .extras import missing
 from .preflight import dir_problem, file_problem
 from .registry import ALGORITHMS, DIALECTS
@@ -210,19 +211,6 @@ def sized(size: Size, args: argparse.Namespace) -> Size:
     return replace(size, **changes) if changes else size
 
 
-def _estimate(root: Path, build: str, size: str, todo: list[str]) -> str:
-    """The time this run should take, from the last runs of the same size here."""
-    found = estimate_seconds(root, build, size, todo)
-    if found is None:
-        hint = (" (the publication size: the longest of all)" if size == "full" else
-                "; --size full, the publication size, takes many times longer")
-        return f"no earlier {size} run of {', '.join(todo)} under {root} to estimate from{hint}"
-    seconds, unknown = found
-    rest = f", plus {', '.join(unknown)} (never run at this size here)" if unknown else ""
-    took = f"{seconds / 60:.0f} min" if seconds >= 90 else f"{seconds:.0f} s"
-    return f"estimate: about {took}, as the last {size} runs here took{rest}"
-
-
 def _measure(args: argparse.Namespace, argv: list[str]) -> int:
     try:
         import baselines  # noqa: F401
@@ -238,9 +226,10 @@ def _measure(args: argparse.Namespace, argv: list[str]) -> int:
     root = args.out if args.out is not None else default_results_root()
     algorithms, dialects = args.algorithms, args.dialects
     todo = MEASURES if args.command == "all" else (args.command,)
-    run = Run(root, args.seed, sized(SIZES[args.size], args), argv,
-              plan={"experiments": list(todo), "algorithms": algorithms, "dialects": dialects})
     method = getattr(args, "method", "auto")
+    run = Run(root, args.seed, sized(SIZES[args.size], args), argv,
+              plan={"experiments": list(todo), "algorithms": algorithms, "dialects": dialects,
+                    "method": method})
 
     def latency() -> None:
         groups = [(f"{a}:{d}", a, d) for a in algorithms for d in dialects_for(a, dialects)]
@@ -269,8 +258,9 @@ def _measure(args: argparse.Namespace, argv: list[str]) -> int:
               file=sys.stderr)
     print(f"== {args.command} (size {args.size}, seed {args.seed}) on {run.build} "
           f"[{sys.executable}] -> {run.dir}", file=sys.stderr, flush=True)
-    print(f"== {_estimate(root, run.build, args.size, list(todo))}", file=sys.stderr,
-          flush=True)
+    hint = (" (the publication size: the longest of all)" if args.size == "full" else
+            "; --size full, the publication size, takes many times longer")
+    print(f"== {estimate_line(run, list(todo), hint)}", file=sys.stderr, flush=True)
     started = time.monotonic()
     status = _run_steps(run, [(name, steps[name]) for name in todo])
     if status:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from . import registry
 from .compare_files import WorkloadError, read_workload, write_example
 from .config import SIZES
 from .env import Run, default_results_root
+from .estimate import estimate_line
 from .measure.compare import measure, options
 from .report.compare import present
 from .rerun import Terminated, terminate
@@ -67,12 +69,20 @@ def run_compare(args: argparse.Namespace, argv: list[str]) -> int:
         if f.blank:
             print(f"skipped {count(f.blank, 'blank line')} in {f.path}", file=sys.stderr)
     print(f"== compare: {wl.describe()}", file=sys.stderr, flush=True)
-    # compare's counts are its own options (in argv and every record's params), not a size.
+    # compare's counts are its own options (in argv and every record's params), not a size;
+    # the plan holds what changes the work, for the next run's estimate.
+    opts = options(args)
     run = Run(args.out or default_results_root(), args.seed,
-              replace(SIZES["full"], name="custom"), argv)
+              replace(SIZES["full"], name="custom"), argv,
+              plan={"experiments": ["compare"], "algorithms": opts.algorithms,
+                    "dialect": wl.dialect, "threads": opts.threads,
+                    "write_shares": opts.write_shares, "rounds": opts.rounds, "ops": opts.ops,
+                    "workload": {k: f.sha256 for k, f in wl.files.items()}})
+    print(f"== {estimate_line(run, ['compare'])}", file=sys.stderr, flush=True)
     previous = signal.signal(signal.SIGTERM, terminate)
+    started = time.monotonic()
     try:
-        records = measure(run, wl, options(args))
+        records = measure(run, wl, opts)
     except KeyboardInterrupt as exc:
         name = "SIGTERM" if isinstance(exc, Terminated) else "SIGINT"
         run.finish("interrupted", experiment="compare", signal=name)
@@ -87,6 +97,7 @@ def run_compare(args: argparse.Namespace, argv: list[str]) -> int:
         raise
     finally:
         signal.signal(signal.SIGTERM, previous)
+    run.step_done("compare", time.monotonic() - started)
     run.finish("complete")
     chart = present(records, args.baseline, Path(args.chart) if args.chart
                     else run.new_path("compare", ".png"))

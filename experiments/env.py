@@ -36,7 +36,6 @@ __all__ = [
     "build_info",
     "build_tag",
     "default_results_root",
-    "estimate_seconds",
     "paper_build_dir",
 ]
 
@@ -293,23 +292,3 @@ class Run:
                     what = f" ({self.counts[exp]} records)"
                 print(f"  wrote {path}{what}", file=out)
 
-
-def estimate_seconds(root: Path, build: str, size: str, experiments: list[str]
-                     ) -> tuple[float, list[str]] | None:
-    """How long ``experiments`` took at ``size`` on ``build`` the last time each ran under
-    ``root`` (from the ``seconds`` the run files note), and which have no earlier run; None
-    when none has."""
-    last: dict[str, tuple[str, float]] = {}
-    for path in (Path(root) / build).glob("run-*.json"):
-        try:
-            run = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-        if run.get("size", {}).get("name") != size:
-            continue
-        for exp, secs in (run.get("seconds") or {}).items():
-            if exp in experiments and run.get("run_id", "") > last.get(exp, ("", 0.0))[0]:
-                last[exp] = (run.get("run_id", ""), float(secs))
-    if not last:
-        return None
-    return sum(s for _, s in last.values()), [e for e in experiments if e not in last]
