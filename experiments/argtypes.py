@@ -94,7 +94,15 @@ def python_arg(text: str) -> str:
     return text
 
 
+def _not_empty(text: str, what: str) -> None:
+    """An empty path would be the working directory (``Path("")`` is ``.``): refused."""
+    if not text:
+        raise argparse.ArgumentTypeError(f"must not be empty (give a {what}; '.' is the "
+                                         "working directory)")
+
+
 def existing_dir(text: str) -> Path:
+    _not_empty(text, "folder")
     path = Path(text)
     if not path.is_dir():
         raise argparse.ArgumentTypeError(f"{text!r} is not a directory of results")
@@ -102,6 +110,7 @@ def existing_dir(text: str) -> Path:
 
 
 def existing_file(text: str) -> Path:
+    _not_empty(text, "file")
     if not Path(text).is_file():
         raise argparse.ArgumentTypeError(f"{text!r} is not a file")
     return Path(text)
@@ -109,6 +118,7 @@ def existing_file(text: str) -> Path:
 
 def out_dir(text: str) -> Path:
     """An output folder that exists and takes new files, or that can be created."""
+    _not_empty(text, "folder")
     why = dir_problem(text)
     if why:
         raise argparse.ArgumentTypeError(f"{text!r} {why}")
@@ -117,6 +127,7 @@ def out_dir(text: str) -> Path:
 
 def out_file(text: str) -> Path:
     """An output file whose folder exists and takes new files, or can be created."""
+    _not_empty(text, "file")
     why = file_problem(text)
     if why:
         raise argparse.ArgumentTypeError(f"{text!r} {why}")

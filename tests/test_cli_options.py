@@ -1,0 +1,68 @@
+"""Options that the command line took and then ignored or misread: an empty ``--out``,
+``--write-example`` with workload files, options a command does not use (in its help and
+on its command line), counts worded ``1 subscriptions``, ``--python`` given as a bare name,
+and ``/dev/fd/N`` files (process substitution) handed to a ``--python`` re-run.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from experiments.cli import MEASURES, build_parser
+from experiments.compare_files import read_workload
+from experiments.config import SIZES
+from experiments.env import Run
+from experiments.records import load
+from test_experiments_smoke import ROOT
+
+EXAMPLE = ROOT / "examples" / "nats-inbox"
+SUBS, TOPICS = str(EXAMPLE / "subscriptions.txt"), str(EXAMPLE / "topics.txt")
+TINY = ("--algorithms", "cstrie", "--baseline", "cstrie", "--rounds", "1", "--ops", "20",
+        "--threads", "1", "--write-shares", "0")
+
+
+def _run(cwd: Path, *args: str, path: str | None = None,
+         pass_fds: tuple[int, ...] = ()) -> subprocess.CompletedProcess:
+    """``python -m experiments *args`` in ``cwd`` (this checkout on PYTHONPATH)."""
+    env = dict(os.environ, CSTRIE_NO_PROGRESS="1",
+               PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH"))
+                                          if p))
+    if path is not None:
+        env["PATH"] = path
+    return subprocess.run([sys.executable, "-m", "experiments", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=300, pass_fds=pass_fds)
+
+
+def _one_line_error(proc: subprocess.CompletedProcess, *words: str) -> str:
+    assert proc.returncode == 2, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    assert "Traceback" not in proc.stderr, proc.stderr
+    line = proc.stderr.strip().splitlines()[-1]
+    assert "error:" in line, proc.stderr
+    for word in words:
+        assert word in line, line
+    return line
+
+
+# --- an empty path is not the working directory ----------------------------------------------
+
+@pytest.mark.parametrize("args, option", [
+    (("memory", "--smoke", "--out", ""), "--out"),
+    (("compare", "--subscriptions", SUBS, "--topics", TOPICS, *TINY, "--out", ""), "--out"),
+    (("compare", "--subscriptions", SUBS, "--topics", TOPICS, *TINY, "--out", "{tmp}/r",
+      "--chart", ""), "--chart"),
+    (("charts", "--from", "{tmp}", "--out", ""), "--out"),
+    (("paper", "--from", "{tmp}", "--out", ""), "--out"),
+    (("summary", "--from", ""), "--from"),
+])
+def test_an_empty_path_is_a_usage_error(args, option, tmp_path):
+    work = tmp_path / "cwd"
+    work.mkdir()
+    proc = _run(work, *[a.format(tmp=tmp_path) for a in args])
+    _one_line_error(proc, option, "empty")
+    assert not list(work.iterdir()), "something was written into the working directory"
