@@ -36,6 +36,13 @@ def run_compare(args: argparse.Namespace, argv: list[str]) -> int:
     """Run a parsed ``compare`` command line; return the exit status."""
     if args.write_example:
         name, folder = args.write_example
+        given = [o for o, v in (("--subscriptions", args.subscriptions),
+                                ("--topics", args.topics)) if v]
+        if given:
+            print(f"error: --write-example takes no {' or '.join(given)}: it writes the "
+                  "example's two files and measures nothing (measure them with a second "
+                  "compare command)", file=sys.stderr)
+            return 2
         if name not in EXAMPLES:
             print(f"error: --write-example: no example {name!r}; choose from "
                   f"{', '.join(EXAMPLES)}", file=sys.stderr)

@@ -66,3 +66,14 @@ def test_an_empty_path_is_a_usage_error(args, option, tmp_path):
     proc = _run(work, *[a.format(tmp=tmp_path) for a in args])
     _one_line_error(proc, option, "empty")
     assert not list(work.iterdir()), "something was written into the working directory"
+
+
+# --- compare --write-example takes no workload files -----------------------------------------
+
+@pytest.mark.parametrize("extra", [("--subscriptions", SUBS), ("--topics", TOPICS),
+                                   ("--subscriptions", SUBS, "--topics", TOPICS)])
+def test_write_example_refuses_workload_files(extra, tmp_path):
+    proc = _run(tmp_path, "compare", "--write-example", "nats-inbox", str(tmp_path / "wl"),
+                *extra)
+    _one_line_error(proc, "--write-example", extra[0])
+    assert len(proc.stderr.strip().splitlines()) == 1 and not (tmp_path / "wl").exists()
