@@ -4,9 +4,11 @@ command line.
 Measuring commands (``latency``, ``throughput``, ``memory``, ``scaling``, ``lockfree``,
 ``contention``, ``sharing``, ``ownership``, ``starvation``, ``level_width``, ``primitives``,
 ``all``) are quick by default and print an estimate of their time before they start (from
-earlier runs of the same selection: :mod:`experiments.estimate`); they share the options ``--quick`` / ``--smoke`` / ``--full`` / ``--size``, ``--out``, ``--seed``,
-``--algorithms``, ``--dialects``, ``--python``, and for the concurrent experiments
-``--threads``, ``--round-ops`` and ``--write-shares``; ``charts``, ``summary`` and ``paper``
+earlier runs of the same selection: :mod:`experiments.estimate`); they share the options
+``--quick`` / ``--smoke`` / ``--full`` / ``--size``, ``--out``, ``--seed`` and ``--python``,
+and each takes those of ``--algorithms``, ``--dialects``, ``--method``, ``--threads``,
+``--round-ops`` and ``--write-shares`` that change its work (:data:`USED_BY`; ``all`` takes
+every one); ``charts``, ``summary`` and ``paper``
 read result files only (``--from``) and write beside them; ``publish`` is the one command
 that changes tracked files (README table, ``paper/``), from publication-size runs only.
 ``compare`` measures the matchers on a workload given as two files (see
@@ -28,6 +30,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable
+from typing import Any
 from dataclasses import replace
 from pathlib import Path
 
@@ -72,7 +75,7 @@ _HELP = {
 # --- parser ---------------------------------------------------------------------------------
 
 
-def _measure_options(p: argparse.ArgumentParser, latency_like: bool) -> None:
+def _measure_options(p: argparse.ArgumentParser, command: str) -> None:
     size = p.add_mutually_exclusive_group()
     size.add_argument("--quick", dest="size", action="store_const", const="quick",
                       help="CI-sized run of the same code (minutes, not hours)")
@@ -94,26 +97,44 @@ def _measure_options(p: argparse.ArgumentParser, latency_like: bool) -> None:
                         "(e.g. .venv-ft/bin/python); output is streamed")
     p.add_argument("--seed", type=seed_arg, default=1, metavar="N",
                    help="seed of every random workload (default: 1)")
-    p.add_argument("--algorithms", type=choices_list(ALGORITHMS), default=list(ALGORITHMS),
-                   metavar="LIST", help=f"comma-separated subset of {', '.join(ALGORITHMS)} "
-                                        "(default: all)")
-    p.add_argument("--dialects", type=choices_list(DIALECTS), default=list(DEFAULT_DIALECTS),
-                   metavar="LIST",
-                   help="dialect forms of the single-thread workloads, from "
-                        f"{', '.join(DIALECTS)} (default: nats,mqtt; paho runs only on mqtt)")
-    p.add_argument("--threads", type=int_list, default=None, metavar="LIST",
-                   help="thread counts of the scaling and sharing experiments, e.g. 1,2,4,8,16 "
-                        "(default: the size's; above the CPU count they oversubscribe)")
-    p.add_argument("--round-ops", type=positive_int, default=None, metavar="N",
-                   help="operations per thread per round in scaling, contention and sharing "
-                        "(default: the size's)")
-    p.add_argument("--write-shares", type=share_list, default=None, metavar="LIST",
-                   help="write shares of the sharing experiment, e.g. 0,0.01,0.1,0.5 "
-                        "(default: the size's)")
-    if latency_like:
-        p.add_argument("--method", choices=("auto", "pyperf", "timeit"), default="auto",
-                       help="per-operation timing: pyperf in subprocesses, or the stdlib "
-                            "fallback in this process (default: auto = pyperf if importable)")
+    for option, users, kwargs in _SELECTION:
+        if command == "all" or command in users:
+            if command == "all" and users != USED_BY["--algorithms"]:
+                kwargs = {**kwargs, "help": f"(for {', '.join(users)}) {kwargs['help']}"}
+            p.add_argument(option, **kwargs)
+        else:  # what the command runs with, given nowhere
+            p.set_defaults(**{option[2:].replace("-", "_"): kwargs["default"]})
+
+
+#: The measuring options that select work, beside --out, --python, --seed and the size: each
+#: with the commands that use it (the others neither show nor take it; ``all`` has all).
+_SELECTION: tuple[tuple[str, tuple[str, ...], dict[str, Any]], ...] = (
+    ("--algorithms", tuple(m for m in MEASURES if m != "primitives"), dict(
+        type=choices_list(ALGORITHMS), default=list(ALGORITHMS), metavar="LIST",
+        help=f"comma-separated subset of {', '.join(ALGORITHMS)} (default: all)")),
+    ("--dialects", ("latency", "throughput", "memory"), dict(
+        type=choices_list(DIALECTS), default=list(DEFAULT_DIALECTS), metavar="LIST",
+        help=f"dialect forms of the single-thread workloads, from {', '.join(DIALECTS)} "
+             "(default: nats,mqtt; paho runs only on mqtt)")),
+    ("--threads", ("scaling", "sharing"), dict(
+        type=int_list, default=None, metavar="LIST",
+        help="thread counts of the scaling and sharing experiments, e.g. 1,2,4,8,16 "
+             "(default: the size's; above the CPU count they oversubscribe)")),
+    ("--round-ops", ("scaling", "contention", "sharing"), dict(
+        type=positive_int, default=None, metavar="N",
+        help="operations per thread per round in scaling, contention and sharing "
+             "(default: the size's)")),
+    ("--write-shares", ("sharing",), dict(
+        type=share_list, default=None, metavar="LIST",
+        help="write shares of the sharing experiment, e.g. 0,0.01,0.1,0.5 (default: the "
+             "size's)")),
+    ("--method", ("latency", "primitives"), dict(
+        choices=("auto", "pyperf", "timeit"), default="auto",
+        help="per-operation timing: pyperf in subprocesses, or the stdlib fallback in this "
+             "process (default: auto = pyperf if importable)")),
+)
+#: The commands that use each option of :data:`_SELECTION`.
+USED_BY = {option: users for option, users, _ in _SELECTION}
 
 
 def _source_option(p: argparse.ArgumentParser) -> None:
@@ -144,7 +165,7 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in (*MEASURES, "all"):
         p = sub.add_parser(name, help=_HELP[name], description=_HELP[name])
-        _measure_options(p, latency_like=name in ("latency", "primitives", "all"))
+        _measure_options(p, name)
     p = sub.add_parser("charts", help="draw the figures from result files only",
                        description="Draw every figure (PNG and SVG) from the records below "
                                    "--from; GIL and free-threaded builds side by side.")

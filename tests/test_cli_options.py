@@ -77,3 +77,37 @@ def test_write_example_refuses_workload_files(extra, tmp_path):
                 *extra)
     _one_line_error(proc, "--write-example", extra[0])
     assert len(proc.stderr.strip().splitlines()) == 1 and not (tmp_path / "wl").exists()
+
+
+# --- a command's help and command line hold only the options it uses -------------------------
+
+#: Options beside the size, --out, --python and --seed, by the commands that use them.
+USED_BY = {
+    "--algorithms": set(MEASURES) - {"primitives"},
+    "--dialects": {"latency", "throughput", "memory"},
+    "--method": {"latency", "primitives"},
+    "--threads": {"scaling", "sharing"},
+    "--round-ops": {"scaling", "contention", "sharing"},
+    "--write-shares": {"sharing"},
+}
+
+
+@pytest.mark.parametrize("command", [*MEASURES, "all"])
+def test_help_lists_only_the_options_a_command_uses(command, capsys):
+    with pytest.raises(SystemExit):
+        build_parser("cstrie-experiments").parse_args([command, "--help"])
+    text = capsys.readouterr().out
+    shown = set(re.findall(r"^\s+(?:-[a-z], )?(--[a-z-]+)", text, re.M))
+    want = {"--help", "--quick", "--smoke", "--full", "--size", "--out", "--python", "--seed"}
+    want |= {opt for opt, users in USED_BY.items() if command == "all" or command in users}
+    assert shown == want, f"{command}: extra {shown - want}, missing {want - shown}"
+    if command == "all":  # each says which commands it applies to
+        flat = " ".join(text.split("options:", 1)[1].split())
+        for opt, users in USED_BY.items():
+            if users != USED_BY["--algorithms"]:
+                said = re.search(rf"{opt} \S+ (.*?)(?= --|$)", flat).group(1)
+                assert all(u in said for u in users), (opt, said)
+    for opt in set(USED_BY) - want:
+        with pytest.raises(SystemExit):
+            build_parser("cstrie-experiments").parse_args([command, opt, "1"])
+        assert "unrecognized arguments" in capsys.readouterr().err
