@@ -69,7 +69,7 @@ def run_compare(args: argparse.Namespace, argv: list[str]) -> int:
         wl = read_workload(args.subscriptions, args.topics, args.dialect, args.name)
     except WorkloadError as exc:
         print("\n".join(exc.problems), file=sys.stderr)
-        print(f"error: {len(exc.problems)} problem(s) in the workload; nothing measured",
+        print(f"error: {count(len(exc.problems), 'problem')} in the workload; nothing measured",
               file=sys.stderr)
         return 2
     for f in wl.files.values():

@@ -35,6 +35,7 @@ from ctrie import InvalidTopicError, validate_pattern, validate_topic
 
 from . import workloads
 from .env import PROJECT_ROOT
+from .text import count
 from .writing import WriteError, write_all
 
 __all__ = ["EXAMPLES_DIR", "SUBSCRIPTIONS", "TOPICS", "Workload", "WorkloadError",
@@ -114,10 +115,11 @@ class Workload:
 
     def describe(self) -> str:
         p = self.params()
-        dup = (f" ({p['duplicate_lines']:,} repeated lines, stored once)"
+        dup = (f" ({count(p['duplicate_lines'], 'repeated line')}, stored once)"
                if p["duplicate_lines"] else "")
-        return (f"workload {self.name!r} ({self.dialect}): {p['subscriptions']:,} subscriptions"
-                f"{dup} of {p['distinct_patterns']:,} patterns, {p['topics']:,} topics "
+        return (f"workload {self.name!r} ({self.dialect}): "
+                f"{count(p['subscriptions'], 'subscription')}{dup} of "
+                f"{count(p['distinct_patterns'], 'pattern')}, {count(p['topics'], 'topic')} "
                 f"({p['distinct_topics']:,} distinct)")
 
 

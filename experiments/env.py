@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from .config import Size
+from .text import count
 from .writing import writing
 
 __all__ = [
@@ -289,6 +290,6 @@ class Run:
                 what = ""
                 exp = path.name.split("-", 1)[0]
                 if path.suffix == ".jsonl" and exp in self.counts:
-                    what = f" ({self.counts[exp]} records)"
+                    what = f" ({count(self.counts[exp], 'record')})"
                 print(f"  wrote {path}{what}", file=out)
 

@@ -111,3 +111,51 @@ def test_help_lists_only_the_options_a_command_uses(command, capsys):
         with pytest.raises(SystemExit):
             build_parser("cstrie-experiments").parse_args([command, opt, "1"])
         assert "unrecognized arguments" in capsys.readouterr().err
+
+
+# --- counts are worded by their number -------------------------------------------------------
+
+def _describe(tmp: Path, n: int) -> str:
+    (tmp / "s.txt").write_text("".join(f"a.b{i}\tx\n" for i in range(n)))
+    (tmp / "t.txt").write_text("".join(f"a.b{i}\n" for i in range(n)))
+    return read_workload(tmp / "s.txt", tmp / "t.txt", "nats").describe()
+
+
+def _report(tmp: Path, n: int) -> str:
+    run = Run(tmp / "r", 1, SIZES["smoke"], [])
+    for _ in range(n):
+        run.record("x", "cstrie", "nats", "w", {}, values=[1.0], unit="ns")
+    run.finish("complete")
+    out = tmp / "report.txt"
+    with open(out, "w") as fh:
+        run.report(fh)
+    return out.read_text()
+
+
+def _problems(tmp: Path, n: int) -> str:
+    (tmp / "s.txt").write_text("a..b\tx\n" * n + "a.b\tx\n")
+    (tmp / "t.txt").write_text("a.b\n")
+    proc = _run(tmp, "compare", "--subscriptions", "s.txt", "--topics", "t.txt")
+    return proc.stderr
+
+
+def _unreadable(tmp: Path, n: int) -> str:
+    (tmp / "x.jsonl").write_text("not json\n" * n)
+    proc = subprocess.run([sys.executable, "-c", "import sys; from experiments.records "
+                           "import load; load(sys.argv[1])", str(tmp)], capture_output=True,
+                          text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    return proc.stderr
+
+
+@pytest.mark.parametrize("n", [1, 2])
+@pytest.mark.parametrize("what, said", [
+    (_describe, ("{n} subscription{s} of {n} pattern{s}, {n} topic{s} ({n} distinct)",)),
+    (_report, ("({n} record{s})",)),
+    (_problems, ("{n} problem{s} in the workload",)),
+    (_unreadable, ("skipped {n} unreadable line{s} under",)),
+])
+def test_counts_are_worded_by_their_number(what, said, n, tmp_path):
+    text = what(tmp_path, n)
+    for phrase in said:
+        want = phrase.format(n=n, s="" if n == 1 else "s")
+        assert want in text, f"{want!r} not in {text!r}"

@@ -95,7 +95,7 @@ def test_bad_files_report_every_bad_line_and_measure_nothing(case, tmp_path, cap
     for path, bad in ((subs, bad_subs), (topics, bad_topics)):
         reported = [int(n) for n in re.findall(rf"^{re.escape(str(path))}:(\d+): ", err, re.M)]
         assert reported == bad, f"{path.name}: reported lines {reported}, bad {bad}\n{err}"
-    assert f"{len(bad_subs) + len(bad_topics)} problem(s)" in err
+    assert f"{len(bad_subs) + len(bad_topics)} problems in the workload" in err
     assert "nothing measured" in err
     assert max(map(len, err.splitlines())) < 200, "a long line is quoted whole"
     assert not out.exists(), "something was written although the files are bad"

@@ -96,6 +96,7 @@ from ..argtypes import (choices_list, int_list, out_dir, out_file, positive_int,
                         seed_arg, share_list)
 from ..env import Run
 from ..progress import bar
+from ..text import count
 from .rounds import add_hit_share, store_cpu, timed_round
 from .sharing import spread
 
@@ -301,8 +302,9 @@ class _Cells:
             self.refused[algorithm] = refused
             if refused:
                 self.progress.write(
-                    f"  {algorithm} refused {len(refused):,} of {len(self.pats):,} "
-                    f"subscriptions ({len(set(refused)):,} patterns; "
+                    f"  {algorithm} refused {len(refused):,} of "
+                    f"{count(len(self.pats), 'subscription')} "
+                    f"({count(len(set(refused)), 'pattern')}; "
                     f"UnsupportedPatternError), e.g. {refused[0]!r}")
         look = m.lookup
         for t in self.wl.topics:  # the untimed warm-up pass
@@ -337,7 +339,8 @@ class _Cells:
                                            "oracle_mismatches": len(bad)}
         if bad:
             found["oracle_first_mismatch"] = sample[bad[0]]
-            self.progress.write(f"  WARNING {algorithm}: {len(bad)} of {len(sample)} lookups "
+            self.progress.write(f"  WARNING {algorithm}: {len(bad)} of "
+                                f"{count(len(sample), 'lookup')} "
                                 f"disagree with ctrie.matches (first: {sample[bad[0]]!r})")
 
     def record(self, algorithm: str, workload: str, params: dict[str, Any], unit: str,
@@ -349,7 +352,7 @@ class _Cells:
         if status == "ok":
             notes = [note] if note else []
             if self.refused.get(algorithm):
-                notes.append(f"{len(self.refused[algorithm])} subscriptions refused "
+                notes.append(f"{count(len(self.refused[algorithm]), 'subscription')} refused "
                              "(UnsupportedPatternError)")
                 params["refused_patterns"] = len(self.refused[algorithm])
             if params.get("oracle_mismatches"):

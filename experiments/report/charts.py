@@ -23,6 +23,7 @@ from ..extras import from_error
 from ..progress import bar
 from ..records import Record, cells, load
 from ..registry import ALGORITHMS, DIALECTS, dialects_for
+from ..text import count
 from ..writing import writing
 from .plotting import (COLORS, MARKERS, Gaps, build_name, build_title, dialect_of,
                        dialects_said, dot_rows, error_bars, finish, latest_runs, plain_log,
@@ -329,6 +330,7 @@ def run_charts(root: Path, out: Path, formats: tuple[str, ...] = ("png", "svg"))
             plt.close(fig)
             progress.update(1)
     if replaced:
-        print(f"note: {replaced} figure files in {out} were replaced (figures are generated "
+        print(f"note: {count(replaced, 'figure file')} in {out} "
+              f"{'was' if replaced == 1 else 'were'} replaced (figures are generated "
               "from the records; regenerate them any time)", file=sys.stderr)
     return written

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..measure.compare import LATENCY, THROUGHPUT
 from ..records import Record, ok
+from ..text import count
 from ..writing import writing
 from .plotting import COLORS, MARKERS, build_name, pyplot, series_label
 
@@ -66,8 +67,9 @@ def table(records: list[Record], baseline: str) -> str:
     p = first["params"]
     col = f"x {baseline}"
     lines = [
-        f"compare {p['workload']!r} ({first['dialect']}): {p['subscriptions']:,} "
-        f"subscriptions of {p['distinct_patterns']:,} patterns, {p['topics']:,} topics; "
+        f"compare {p['workload']!r} ({first['dialect']}): "
+        f"{count(p['subscriptions'], 'subscription')} of "
+        f"{count(p['distinct_patterns'], 'pattern')}, {count(p['topics'], 'topic')}; "
         f"{build_name(records, first['build'])}, {first['cpu_count']} CPUs; "
         f"{first['rounds']} rounds; run {first['run_id']}",
         f"{col}: ratio to {baseline}, above 1 = better (a time: {baseline}'s median / this "
@@ -146,8 +148,9 @@ def chart(records: list[Record], baseline: str, path: Path) -> Path:
                   frameon=False)
     first = records[0]
     p = first["params"]
-    fig.suptitle(f"{p['workload']} ({first['dialect']}): {p['subscriptions']:,} "
-                 f"subscriptions, {p['topics']:,} topics; {build_name(records, first['build'])}"
+    fig.suptitle(f"{p['workload']} ({first['dialect']}): "
+                 f"{count(p['subscriptions'], 'subscription')}, {count(p['topics'], 'topic')}"
+                 f"; {build_name(records, first['build'])}"
                  f"; median and quartiles of {first['rounds']} rounds; baseline {baseline}",
                  fontsize=9)
     fig.tight_layout()
