@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -81,7 +82,14 @@ def share_list(text: str) -> list[float]:
 
 def python_arg(text: str) -> str:
     """An interpreter that runs as a Python and imports this package (asked, not assumed:
-    ``/bin/true`` is an executable file too)."""
+    ``/bin/true`` is an executable file too). A name without a slash (``python3.13t``) is
+    looked up on PATH, as a shell does; the value is then the path found."""
+    if text and os.sep not in text and (os.altsep is None or os.altsep not in text):
+        found = shutil.which(text)
+        if found is None:
+            raise argparse.ArgumentTypeError(f"{text!r} not found on PATH (give a Python "
+                                             "executable's name on PATH, or its path)")
+        text = found
     path = Path(text)
     if not path.exists():
         raise argparse.ArgumentTypeError(f"{text!r} does not exist (give a Python executable)")

@@ -159,3 +159,21 @@ def test_counts_are_worded_by_their_number(what, said, n, tmp_path):
     for phrase in said:
         want = phrase.format(n=n, s="" if n == 1 else "s")
         assert want in text, f"{want!r} not in {text!r}"
+
+
+# --- --python: a bare name is looked up on PATH ----------------------------------------------
+
+def test_python_given_by_name_is_found_on_path(tmp_path):
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    script = bindir / "cstrie-py"  # a Python known by its name only
+    script.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    script.chmod(0o755)
+    path = f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}"
+    proc = _run(tmp_path, "primitives", "--smoke", "--method", "timeit", "--python",
+                "cstrie-py", "--out", str(tmp_path / "r"), path=path)
+    assert proc.returncode == 0, proc.stderr
+    assert f"running under {bindir / 'cstrie-py'}" in proc.stderr, proc.stderr
+    proc = _run(tmp_path, "primitives", "--smoke", "--python", "no-such-python-cstrie",
+                "--out", str(tmp_path / "r"), path=path)
+    _one_line_error(proc, "--python", "no-such-python-cstrie", "not found on PATH")
