@@ -24,7 +24,7 @@ from .env import Run, default_results_root
 from .estimate import estimate_line
 from .measure.compare import measure, options
 from .report.compare import present
-from .rerun import Terminated, terminate
+from .rerun import Terminated, report_run, terminate
 from .text import count
 from .workloads import EXAMPLES
 from .writing import WriteError
@@ -93,12 +93,14 @@ def run_compare(args: argparse.Namespace, argv: list[str]) -> int:
     except KeyboardInterrupt as exc:
         name = "SIGTERM" if isinstance(exc, Terminated) else "SIGINT"
         run.finish("interrupted", experiment="compare", signal=name)
+        report_run(run)
         print(f"interrupted ({name}): the records written so far are kept; {run.manifest} "
               "says so", file=sys.stderr)
         return 143 if name == "SIGTERM" else 130
     except BaseException as exc:
         try:
             run.finish("failed", experiment="compare", error=f"{type(exc).__name__}: {exc}")
+            report_run(run)
         except WriteError:
             pass  # nor can the run file be written: the error raised says what failed
         raise
@@ -109,6 +111,7 @@ def run_compare(args: argparse.Namespace, argv: list[str]) -> int:
     chart = present(records, args.baseline, Path(args.chart) if args.chart
                     else run.new_path("compare", ".png"))
     run.report()
+    report_run(run)  # in a --python re-run: what was written, for the command that started it
     if chart is not None and args.chart:
         print(f"  wrote {chart}")
     return 0

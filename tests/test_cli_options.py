@@ -177,3 +177,33 @@ def test_python_given_by_name_is_found_on_path(tmp_path):
     proc = _run(tmp_path, "primitives", "--smoke", "--python", "no-such-python-cstrie",
                 "--out", str(tmp_path / "r"), path=path)
     _one_line_error(proc, "--python", "no-such-python-cstrie", "not found on PATH")
+
+
+# --- process substitution: /dev/fd/N reaches a --python re-run -------------------------------
+
+@pytest.mark.skipif(not Path("/dev/fd").is_dir(), reason="no /dev/fd")
+@pytest.mark.parametrize("spelling", ["separate", "equals"])
+def test_dev_fd_files_reach_a_python_rerun(spelling, tmp_path):
+    """``compare --python X --subscriptions <(...)``: the shell hands the files over as
+    ``/dev/fd/N``, pipes open in this process; the re-run reads them (they were lost: it
+    did not inherit the descriptors)."""
+    fds = []
+    for text in (b"a.b\tx\na.*\ty\n_INBOX.>\tz\n", b"a.b\na.c\n_INBOX.q\n"):
+        r, w = os.pipe()
+        os.write(w, text)
+        os.close(w)
+        fds.append(r)
+    try:
+        files = [("--subscriptions", f"/dev/fd/{fds[0]}"), ("--topics", f"/dev/fd/{fds[1]}")]
+        args = [x for opt, p in files
+                for x in ([opt, p] if spelling == "separate" else [f"{opt}={p}"])]
+        out = tmp_path / "r"
+        proc = _run(tmp_path, "compare", "--python", sys.executable, *args, *TINY, "--out",
+                    str(out), "--chart", str(tmp_path / "c.png"), pass_fds=tuple(fds))
+    finally:
+        for fd in fds:
+            os.close(fd)
+    assert proc.returncode == 0, proc.stderr
+    recs = load(out)
+    assert recs and {r["params"]["subscriptions"] for r in recs} == {3}
+    assert {r["params"]["topics"] for r in recs} == {3}
