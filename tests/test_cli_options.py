@@ -139,6 +139,16 @@ def _problems(tmp: Path, n: int) -> str:
     return proc.stderr
 
 
+def _table(tmp: Path, n: int) -> str:
+    (tmp / "s.txt").write_text("a.b\tx\n")
+    (tmp / "t.txt").write_text("a.b\n")
+    proc = _run(tmp, "compare", "--subscriptions", "s.txt", "--topics", "t.txt", *TINY[:4],
+                "--threads", "1", "--write-shares", "0", "--ops", "10", "--rounds", str(n),
+                "--out", str(tmp / "r"), "--chart", str(tmp / "c.png"))
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
 def _unreadable(tmp: Path, n: int) -> str:
     (tmp / "x.jsonl").write_text("not json\n" * n)
     proc = subprocess.run([sys.executable, "-c", "import sys; from experiments.records "
@@ -153,6 +163,7 @@ def _unreadable(tmp: Path, n: int) -> str:
     (_report, ("({n} record{s})",)),
     (_problems, ("{n} problem{s} in the workload",)),
     (_unreadable, ("skipped {n} unreadable line{s} under",)),
+    (_table, ("{n} round{s}; run",)),
 ])
 def test_counts_are_worded_by_their_number(what, said, n, tmp_path):
     text = what(tmp_path, n)

@@ -70,8 +70,8 @@ def table(records: list[Record], baseline: str) -> str:
         f"compare {p['workload']!r} ({first['dialect']}): "
         f"{count(p['subscriptions'], 'subscription')} of "
         f"{count(p['distinct_patterns'], 'pattern')}, {count(p['topics'], 'topic')}; "
-        f"{build_name(records, first['build'])}, {first['cpu_count']} CPUs; "
-        f"{first['rounds']} rounds; run {first['run_id']}",
+        f"{build_name(records, first['build'])}, {count(first['cpu_count'], 'CPU')}; "
+        f"{count(first['rounds'], 'round')}; run {first['run_id']}",
         f"{col}: ratio to {baseline}, above 1 = better (a time: {baseline}'s median / this "
         f"one; a rate: this one / {baseline}'s)",
     ]
@@ -151,7 +151,8 @@ def chart(records: list[Record], baseline: str, path: Path) -> Path:
     fig.suptitle(f"{p['workload']} ({first['dialect']}): "
                  f"{count(p['subscriptions'], 'subscription')}, {count(p['topics'], 'topic')}"
                  f"; {build_name(records, first['build'])}"
-                 f"; median and quartiles of {first['rounds']} rounds; baseline {baseline}",
+                 f"; median and quartiles of {count(first['rounds'], 'round')}; "
+                 f"baseline {baseline}",
                  fontsize=9)
     fig.tight_layout()
     with writing(path):
