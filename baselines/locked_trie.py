@@ -68,7 +68,7 @@ class LockedTrie(Generic[S]):
     """A subscription trie behind one ``threading.Lock`` (the NATS sublist design), generic
     in the subscriber type, as every matcher (:class:`ctrie.Matcher`).
 
-    ``LockedTrie(dialect="nats", cache=True)`` implements the Matcher protocol of ``api.md``
+    ``LockedTrie(dialect="nats", cache=True)`` implements the Matcher protocol of ``docs/api.md``
     in the three dialects, with exactly the semantics of :func:`ctrie.topics.matches`, and
     adds NATS queue groups:
 

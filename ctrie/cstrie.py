@@ -131,8 +131,8 @@ class CSTrie(Generic[S]):
       AMQP ``#`` inside patterns is O(visited nodes x k) at worst (memoised, never
       exponential). With ``cache=True`` (:mod:`ctrie.cache`), a topic looked up before
       with no write since costs one atomic load and one dict probe; ``cache_max`` and
-      ``cache_sweep_to`` bound it (NATS's 1,024 and 256 by default). Each snapshot gets a
-      cache of its own.
+      ``cache_sweep_to`` bound it (NATS's 1,024 and 256 by default; given without
+      ``cache=True`` they raise ``ValueError``). Each snapshot gets a cache of its own.
     - ``snapshot`` / ``read_only_snapshot``: O(1); the cost is paid lazily by writers, which
       copy each I-node of an older generation the first time they pass it.
     - ``subscriptions``: O(size of the trie), on a read-only snapshot.
@@ -176,13 +176,22 @@ class CSTrie(Generic[S]):
         return object.__new__(_CachedCSTrie if cache and cls is CSTrie else cls)
 
     def __init__(self, dialect: DialectLike = Dialect.NATS, *, cache: bool = False,
-                 cache_max: int = CACHE_MAX_ENTRIES, cache_sweep_to: int = CACHE_SWEEP_TO,
+                 cache_max: Optional[int] = None, cache_sweep_to: Optional[int] = None,
                  _root: Optional[INode] = None, _readonly: bool = False,
                  _frozen: Optional[Main] = None, _leaf_max: int = LEAF_MAX) -> None:
         if type(cache) is not bool:
             raise TypeError(f"cache must be True or False, got {cache!r}")
+        bounds = {k: v for k, v in (("cache_max", cache_max), ("cache_sweep_to", cache_sweep_to))
+                  if v is not None}
+        if bounds and not cache:
+            given = ", ".join(f"{k}={v!r}" for k, v in bounds.items())
+            verb = "bounds" if len(bounds) == 1 else "bound"
+            raise ValueError(f"{' and '.join(bounds)} {verb} the result cache, which only "
+                             f"cache=True makes: got cache=False with {given}")
         # The result cache (ctrie.cache), its own for every trie and every snapshot.
-        self._cache = ResultCache(cache_max, cache_sweep_to) if cache else None
+        self._cache = ResultCache(
+            CACHE_MAX_ENTRIES if cache_max is None else cache_max,
+            CACHE_SWEEP_TO if cache_sweep_to is None else cache_sweep_to) if cache else None
         d = Dialect.coerce(dialect)
         # Literal words a level holds in one flat C-node before it splits on their hashes
         # (ctrie.nodes.LEAF_MAX; tests make it tiny so that every test meets hash levels).

@@ -1,4 +1,4 @@
-"""Exceptions raised by every matcher of the package (see ``api.md``), and the one place
+"""Exceptions raised by every matcher of the package (see ``docs/api.md``), and the one place
 where an error message quotes its input: :func:`abbreviate` (a bad 1 MB topic gives a
 message of a few hundred characters, not of a megabyte)."""
 

@@ -1,4 +1,4 @@
-"""The Matcher protocol that every matcher of the package implements (``api.md``)."""
+"""The Matcher protocol that every matcher of the package implements (``docs/api.md``)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     # The default (PEP 696) is for type checkers only: typing.TypeVar takes it from 3.13 on,
     # typing_extensions is no run-time dependency, and nothing reads it at run time. With
     # it, an unparameterised ``CSTrie()`` is a ``CSTrie[Hashable]`` (the signatures of
-    # api.md) instead of a "Need type annotation" error at every ``t = CSTrie()``.
+    # docs/api.md) instead of a "Need type annotation" error at every ``t = CSTrie()``.
     from typing_extensions import TypeVar
 
     S = TypeVar("S", bound=Hashable, default=Hashable)

@@ -1,6 +1,6 @@
 """The topic model: dialects, validation and the reference matcher.
 
-Three dialects are supported (see ``api.md`` for the table this module implements):
+Three dialects are supported (see ``docs/api.md`` for the table this module implements):
 
 ========  =========  =========  ==============================================
 dialect   separator  one level  many levels

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -81,7 +82,14 @@ def share_list(text: str) -> list[float]:
 
 def python_arg(text: str) -> str:
     """An interpreter that runs as a Python and imports this package (asked, not assumed:
-    ``/bin/true`` is an executable file too)."""
+    ``/bin/true`` is an executable file too). A name without a slash (``python3.13t``) is
+    looked up on PATH, as a shell does; the value is then the path found."""
+    if text and os.sep not in text and (os.altsep is None or os.altsep not in text):
+        found = shutil.which(text)
+        if found is None:
+            raise argparse.ArgumentTypeError(f"{text!r} not found on PATH (give a Python "
+                                             "executable's name on PATH, or its path)")
+        text = found
     path = Path(text)
     if not path.exists():
         raise argparse.ArgumentTypeError(f"{text!r} does not exist (give a Python executable)")
@@ -94,7 +102,15 @@ def python_arg(text: str) -> str:
     return text
 
 
+def _not_empty(text: str, what: str) -> None:
+    """An empty path would be the working directory (``Path("")`` is ``.``): refused."""
+    if not text:
+        raise argparse.ArgumentTypeError(f"must not be empty (give a {what}; '.' is the "
+                                         "working directory)")
+
+
 def existing_dir(text: str) -> Path:
+    _not_empty(text, "folder")
     path = Path(text)
     if not path.is_dir():
         raise argparse.ArgumentTypeError(f"{text!r} is not a directory of results")
@@ -102,6 +118,7 @@ def existing_dir(text: str) -> Path:
 
 
 def existing_file(text: str) -> Path:
+    _not_empty(text, "file")
     if not Path(text).is_file():
         raise argparse.ArgumentTypeError(f"{text!r} is not a file")
     return Path(text)
@@ -109,6 +126,7 @@ def existing_file(text: str) -> Path:
 
 def out_dir(text: str) -> Path:
     """An output folder that exists and takes new files, or that can be created."""
+    _not_empty(text, "folder")
     why = dir_problem(text)
     if why:
         raise argparse.ArgumentTypeError(f"{text!r} {why}")
@@ -117,6 +135,7 @@ def out_dir(text: str) -> Path:
 
 def out_file(text: str) -> Path:
     """An output file whose folder exists and takes new files, or can be created."""
+    _not_empty(text, "file")
     why = file_problem(text)
     if why:
         raise argparse.ArgumentTypeError(f"{text!r} {why}")

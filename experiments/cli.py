@@ -3,10 +3,12 @@ command line.
 
 Measuring commands (``latency``, ``throughput``, ``memory``, ``scaling``, ``lockfree``,
 ``contention``, ``sharing``, ``ownership``, ``starvation``, ``level_width``, ``primitives``,
-``all``) are quick by default and print an estimate of their time before they start; they
-share the options ``--quick`` / ``--smoke`` / ``--full`` / ``--size``, ``--out``, ``--seed``,
-``--algorithms``, ``--dialects``, ``--python``, and for the concurrent experiments
-``--threads``, ``--round-ops`` and ``--write-shares``; ``charts``, ``summary`` and ``paper``
+``all``) are quick by default and print an estimate of their time before they start (from
+earlier runs of the same selection: :mod:`experiments.estimate`); they share the options
+``--quick`` / ``--smoke`` / ``--full`` / ``--size``, ``--out``, ``--seed`` and ``--python``,
+and each takes those of ``--algorithms``, ``--dialects``, ``--method``, ``--threads``,
+``--round-ops`` and ``--write-shares`` that change its work (:data:`USED_BY`; ``all`` takes
+every one); ``charts``, ``summary`` and ``paper``
 read result files only (``--from``) and write beside them; ``publish`` is the one command
 that changes tracked files (README table, ``paper/``), from publication-size runs only.
 ``compare`` measures the matchers on a workload given as two files (see
@@ -28,17 +30,20 @@ import signal
 import sys
 import time
 from collections.abc import Callable
+from typing import Any
 from dataclasses import replace
 from pathlib import Path
 
 from .argtypes import (FOUND_PYTHONS, choices_list, existing_dir, existing_file, int_list,
                        out_dir, out_file, positive_int, python_arg, seed_arg, share_list)
 from .config import SIZES, Size
-from .env import PROJECT_ROOT, Run, default_results_root, estimate_seconds, paper_build_dir
+from .env import PROJECT_ROOT, Run, default_results_root, paper_build_dir
+from .estimate import estimate_line
 from .extras import missing
-from .preflight import file_problem
+from .preflight import dir_problem, file_problem
 from .registry import ALGORITHMS, DIALECTS
 from .rerun import PROG_ENV, Terminated, reexec, report_run, terminate
+from .writing import WriteError
 
 __all__ = ["main"]
 
@@ -70,7 +75,7 @@ _HELP = {
 # --- parser ---------------------------------------------------------------------------------
 
 
-def _measure_options(p: argparse.ArgumentParser, latency_like: bool) -> None:
+def _measure_options(p: argparse.ArgumentParser, command: str) -> None:
     size = p.add_mutually_exclusive_group()
     size.add_argument("--quick", dest="size", action="store_const", const="quick",
                       help="CI-sized run of the same code (minutes, not hours)")
@@ -92,26 +97,44 @@ def _measure_options(p: argparse.ArgumentParser, latency_like: bool) -> None:
                         "(e.g. .venv-ft/bin/python); output is streamed")
     p.add_argument("--seed", type=seed_arg, default=1, metavar="N",
                    help="seed of every random workload (default: 1)")
-    p.add_argument("--algorithms", type=choices_list(ALGORITHMS), default=list(ALGORITHMS),
-                   metavar="LIST", help=f"comma-separated subset of {', '.join(ALGORITHMS)} "
-                                        "(default: all)")
-    p.add_argument("--dialects", type=choices_list(DIALECTS), default=list(DEFAULT_DIALECTS),
-                   metavar="LIST",
-                   help="dialect forms of the single-thread workloads, from "
-                        f"{', '.join(DIALECTS)} (default: nats,mqtt; paho runs only on mqtt)")
-    p.add_argument("--threads", type=int_list, default=None, metavar="LIST",
-                   help="thread counts of the scaling and sharing experiments, e.g. 1,2,4,8,16 "
-                        "(default: the size's; above the CPU count they oversubscribe)")
-    p.add_argument("--round-ops", type=positive_int, default=None, metavar="N",
-                   help="operations per thread per round in scaling, contention and sharing "
-                        "(default: the size's)")
-    p.add_argument("--write-shares", type=share_list, default=None, metavar="LIST",
-                   help="write shares of the sharing experiment, e.g. 0,0.01,0.1,0.5 "
-                        "(default: the size's)")
-    if latency_like:
-        p.add_argument("--method", choices=("auto", "pyperf", "timeit"), default="auto",
-                       help="per-operation timing: pyperf in subprocesses, or the stdlib "
-                            "fallback in this process (default: auto = pyperf if importable)")
+    for option, users, kwargs in _SELECTION:
+        if command == "all" or command in users:
+            if command == "all" and users != USED_BY["--algorithms"]:
+                kwargs = {**kwargs, "help": f"(for {', '.join(users)}) {kwargs['help']}"}
+            p.add_argument(option, **kwargs)
+        else:  # what the command runs with, given nowhere
+            p.set_defaults(**{option[2:].replace("-", "_"): kwargs["default"]})
+
+
+#: The measuring options that select work, beside --out, --python, --seed and the size: each
+#: with the commands that use it (the others neither show nor take it; ``all`` has all).
+_SELECTION: tuple[tuple[str, tuple[str, ...], dict[str, Any]], ...] = (
+    ("--algorithms", tuple(m for m in MEASURES if m != "primitives"), dict(
+        type=choices_list(ALGORITHMS), default=list(ALGORITHMS), metavar="LIST",
+        help=f"comma-separated subset of {', '.join(ALGORITHMS)} (default: all)")),
+    ("--dialects", ("latency", "throughput", "memory"), dict(
+        type=choices_list(DIALECTS), default=list(DEFAULT_DIALECTS), metavar="LIST",
+        help=f"dialect forms of the single-thread workloads, from {', '.join(DIALECTS)} "
+             "(default: nats,mqtt; paho runs only on mqtt)")),
+    ("--threads", ("scaling", "sharing"), dict(
+        type=int_list, default=None, metavar="LIST",
+        help="thread counts of the scaling and sharing experiments, e.g. 1,2,4,8,16 "
+             "(default: the size's; above the CPU count they oversubscribe)")),
+    ("--round-ops", ("scaling", "contention", "sharing"), dict(
+        type=positive_int, default=None, metavar="N",
+        help="operations per thread per round in scaling, contention and sharing "
+             "(default: the size's)")),
+    ("--write-shares", ("sharing",), dict(
+        type=share_list, default=None, metavar="LIST",
+        help="write shares of the sharing experiment, e.g. 0,0.01,0.1,0.5 (default: the "
+             "size's)")),
+    ("--method", ("latency", "primitives"), dict(
+        choices=("auto", "pyperf", "timeit"), default="auto",
+        help="per-operation timing: pyperf in subprocesses, or the stdlib fallback in this "
+             "process (default: auto = pyperf if importable)")),
+)
+#: The commands that use each option of :data:`_SELECTION`.
+USED_BY = {option: users for option, users, _ in _SELECTION}
 
 
 def _source_option(p: argparse.ArgumentParser) -> None:
@@ -142,7 +165,7 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in (*MEASURES, "all"):
         p = sub.add_parser(name, help=_HELP[name], description=_HELP[name])
-        _measure_options(p, latency_like=name in ("latency", "primitives", "all"))
+        _measure_options(p, name)
     p = sub.add_parser("charts", help="draw the figures from result files only",
                        description="Draw every figure (PNG and SVG) from the records below "
                                    "--from; GIL and free-threaded builds side by side.")
@@ -209,19 +232,6 @@ def sized(size: Size, args: argparse.Namespace) -> Size:
     return replace(size, **changes) if changes else size
 
 
-def _estimate(root: Path, build: str, size: str, todo: list[str]) -> str:
-    """The time this run should take, from the last runs of the same size here."""
-    found = estimate_seconds(root, build, size, todo)
-    if found is None:
-        hint = (" (the publication size: the longest of all)" if size == "full" else
-                "; --size full, the publication size, takes many times longer")
-        return f"no earlier {size} run of {', '.join(todo)} under {root} to estimate from{hint}"
-    seconds, unknown = found
-    rest = f", plus {', '.join(unknown)} (never run at this size here)" if unknown else ""
-    took = f"{seconds / 60:.0f} min" if seconds >= 90 else f"{seconds:.0f} s"
-    return f"estimate: about {took}, as the last {size} runs here took{rest}"
-
-
 def _measure(args: argparse.Namespace, argv: list[str]) -> int:
     try:
         import baselines  # noqa: F401
@@ -237,9 +247,10 @@ def _measure(args: argparse.Namespace, argv: list[str]) -> int:
     root = args.out if args.out is not None else default_results_root()
     algorithms, dialects = args.algorithms, args.dialects
     todo = MEASURES if args.command == "all" else (args.command,)
-    run = Run(root, args.seed, sized(SIZES[args.size], args), argv,
-              plan={"experiments": list(todo), "algorithms": algorithms, "dialects": dialects})
     method = getattr(args, "method", "auto")
+    run = Run(root, args.seed, sized(SIZES[args.size], args), argv,
+              plan={"experiments": list(todo), "algorithms": algorithms, "dialects": dialects,
+                    "method": method})
 
     def latency() -> None:
         groups = [(f"{a}:{d}", a, d) for a in algorithms for d in dialects_for(a, dialects)]
@@ -268,8 +279,9 @@ def _measure(args: argparse.Namespace, argv: list[str]) -> int:
               file=sys.stderr)
     print(f"== {args.command} (size {args.size}, seed {args.seed}) on {run.build} "
           f"[{sys.executable}] -> {run.dir}", file=sys.stderr, flush=True)
-    print(f"== {_estimate(root, run.build, args.size, list(todo))}", file=sys.stderr,
-          flush=True)
+    hint = (" (the publication size: the longest of all)" if args.size == "full" else
+            "; --size full, the publication size, takes many times longer")
+    print(f"== {estimate_line(run, list(todo), hint)}", file=sys.stderr, flush=True)
     started = time.monotonic()
     status = _run_steps(run, [(name, steps[name]) for name in todo])
     if status:
@@ -304,9 +316,12 @@ def _run_steps(run: Run, steps: list[tuple[str, Callable[[], None]]]) -> int:
               f"{run.manifest} says so", file=sys.stderr)
         return 143 if name == "SIGTERM" else 130
     except BaseException as exc:
-        run.finish("failed", experiment=current, error=f"{type(exc).__name__}: {exc}")
-        run.report()
-        report_run(run)
+        try:
+            run.finish("failed", experiment=current, error=f"{type(exc).__name__}: {exc}")
+            run.report()
+            report_run(run)
+        except WriteError:
+            pass  # nor can the run file be written: the error raised says what failed
         raise
     finally:
         signal.signal(signal.SIGTERM, previous)
@@ -355,6 +370,10 @@ def main(argv: list[str] | None = None) -> int:
             from .report.charts import run_charts
 
             out = args.out if args.out is not None else paper_build_dir(args.source) / "figures"
+            why = dir_problem(out)
+            if why:
+                print(f"error: charts: the default --out {out} {why}", file=sys.stderr)
+                return 2
             for path in run_charts(args.source, out, tuple(args.formats)):
                 print(f"wrote {path}")
             return 0
@@ -380,6 +399,9 @@ def main(argv: list[str] | None = None) -> int:
             rows = run_summary(args.source)
             return 0 if rows else 1
         return _measure(args, argv)
+    except WriteError as exc:
+        print(f"error: {args.command}: {exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

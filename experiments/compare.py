@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -20,10 +21,13 @@ from . import registry
 from .compare_files import WorkloadError, read_workload, write_example
 from .config import SIZES
 from .env import Run, default_results_root
+from .estimate import estimate_line
 from .measure.compare import measure, options
 from .report.compare import present
-from .rerun import Terminated, terminate
+from .rerun import Terminated, report_run, terminate
+from .text import count
 from .workloads import EXAMPLES
+from .writing import WriteError
 
 __all__ = ["run_compare"]
 
@@ -32,13 +36,24 @@ def run_compare(args: argparse.Namespace, argv: list[str]) -> int:
     """Run a parsed ``compare`` command line; return the exit status."""
     if args.write_example:
         name, folder = args.write_example
+        given = [o for o, v in (("--subscriptions", args.subscriptions),
+                                ("--topics", args.topics)) if v]
+        if given:
+            print(f"error: --write-example takes no {' or '.join(given)}: it writes the "
+                  "example's two files and measures nothing (measure them with a second "
+                  "compare command)", file=sys.stderr)
+            return 2
         if name not in EXAMPLES:
             print(f"error: --write-example: no example {name!r}; choose from "
                   f"{', '.join(EXAMPLES)}", file=sys.stderr)
             return 2
-        for path in write_example(name, Path(folder), args.seed):
+        for path in write_example(name, Path(folder), args.seed, args.overwrite):
             print(f"wrote {path}")
         return 0
+    if args.overwrite:
+        print("error: --overwrite goes with --write-example (a measuring run never replaces "
+              "a file)", file=sys.stderr)
+        return 2
     runnable = [a for a in args.algorithms if registry.dialects_for(a, [args.dialect])]
     if not registry.dialects_for(args.baseline, [args.dialect]) or not runnable:
         what = (f"--baseline {args.baseline}" if runnable
@@ -54,31 +69,49 @@ def run_compare(args: argparse.Namespace, argv: list[str]) -> int:
         wl = read_workload(args.subscriptions, args.topics, args.dialect, args.name)
     except WorkloadError as exc:
         print("\n".join(exc.problems), file=sys.stderr)
-        print(f"error: {len(exc.problems)} problem(s) in the workload; nothing measured",
+        print(f"error: {count(len(exc.problems), 'problem')} in the workload; nothing measured",
               file=sys.stderr)
         return 2
+    for f in wl.files.values():
+        if f.blank:
+            print(f"skipped {count(f.blank, 'blank line')} in {f.path}", file=sys.stderr)
     print(f"== compare: {wl.describe()}", file=sys.stderr, flush=True)
-    # compare's counts are its own options (in argv and every record's params), not a size.
+    # compare's counts are its own options (in argv and every record's params), not a size;
+    # the plan holds what changes the work, for the next run's estimate.
+    opts = options(args)
     run = Run(args.out or default_results_root(), args.seed,
-              replace(SIZES["full"], name="custom"), argv)
+              replace(SIZES["full"], name="custom"), argv,
+              plan={"experiments": ["compare"], "algorithms": opts.algorithms,
+                    "dialect": wl.dialect, "threads": opts.threads,
+                    "write_shares": opts.write_shares, "rounds": opts.rounds, "ops": opts.ops,
+                    "workload": {k: f.sha256 for k, f in wl.files.items()}})
+    print(f"== {estimate_line(run, ['compare'])}", file=sys.stderr, flush=True)
     previous = signal.signal(signal.SIGTERM, terminate)
+    started = time.monotonic()
     try:
-        records = measure(run, wl, options(args))
+        records = measure(run, wl, opts)
     except KeyboardInterrupt as exc:
         name = "SIGTERM" if isinstance(exc, Terminated) else "SIGINT"
         run.finish("interrupted", experiment="compare", signal=name)
+        report_run(run)
         print(f"interrupted ({name}): the records written so far are kept; {run.manifest} "
               "says so", file=sys.stderr)
         return 143 if name == "SIGTERM" else 130
     except BaseException as exc:
-        run.finish("failed", experiment="compare", error=f"{type(exc).__name__}: {exc}")
+        try:
+            run.finish("failed", experiment="compare", error=f"{type(exc).__name__}: {exc}")
+            report_run(run)
+        except WriteError:
+            pass  # nor can the run file be written: the error raised says what failed
         raise
     finally:
         signal.signal(signal.SIGTERM, previous)
+    run.step_done("compare", time.monotonic() - started)
     run.finish("complete")
     chart = present(records, args.baseline, Path(args.chart) if args.chart
                     else run.new_path("compare", ".png"))
     run.report()
+    report_run(run)  # in a --python re-run: what was written, for the command that started it
     if chart is not None and args.chart:
         print(f"  wrote {chart}")
     return 0

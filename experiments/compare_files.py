@@ -9,7 +9,12 @@ legal pattern can be written: a pattern that itself holds a TAB (legal in MQTT a
 must be followed by ``<TAB>SUBSCRIBER``. **Topics file**: one published topic per line, the
 whole line. In both files lines end with LF (a CR before the LF is taken as part of a CRLF
 line ending, so a pattern or topic cannot end with CR), the text is UTF-8, and empty lines
-are skipped (a line of spaces is not empty: it is a pattern or topic, legal in MQTT).
+are skipped and counted (``compare`` says how many; a line of spaces is not empty: it is a
+pattern or topic, legal in MQTT). The empty string, AMQP's empty routing key (a topic and a
+pattern of zero words), is written as two double quotes: a pattern or topic made of double
+quotes only stands for itself less two of them (:func:`unquote`), so two quotes are the
+empty key and four the one-word key of two quotes. In NATS and MQTT the empty string is
+invalid, and a line of two quotes is reported like any bad line.
 
 Every line is checked with the package's own validators (:func:`ctrie.validate_pattern` and
 :func:`ctrie.validate_topic`) for the chosen dialect; :func:`read_workload` reports *every*
@@ -30,9 +35,11 @@ from ctrie import InvalidTopicError, validate_pattern, validate_topic
 
 from . import workloads
 from .env import PROJECT_ROOT
+from .text import count
+from .writing import WriteError, write_all
 
 __all__ = ["EXAMPLES_DIR", "SUBSCRIPTIONS", "TOPICS", "Workload", "WorkloadError",
-           "WorkloadFile", "abbreviate", "read_workload", "write_example"]
+           "WorkloadFile", "abbreviate", "read_workload", "unquote", "write_example"]
 
 #: The shipped example workloads of a checkout (not installed with the package: an
 #: installed package writes them with ``compare --write-example NAME DIR``).
@@ -56,19 +63,27 @@ def abbreviate(text: str, width: int = 60) -> str:
     return f"{text[:width - 20]!r}... ({len(text):,} characters)"
 
 
+def unquote(text: str) -> str:
+    """The pattern or topic a line's ``text`` stands for: ``text`` itself, unless it is made
+    of two or more double quotes only, which stand for themselves less two (two quotes are
+    the empty string, four are two quotes), so that every string can be written."""
+    return text[2:] if len(text) >= 2 and not text.strip('"') else text
+
+
 @dataclass(frozen=True)
 class WorkloadFile:
-    """One file read: its path, its number of lines, of entries (non-empty lines), its
-    SHA-256."""
+    """One file read: its path, its number of lines, of entries (non-empty lines), of blank
+    (empty, skipped) lines, its SHA-256."""
 
     path: Path
     lines: int
     entries: int
     sha256: str
+    blank: int = 0
 
     def params(self) -> dict[str, Any]:
         return {"name": self.path.name, "path": str(self.path), "lines": self.lines,
-                "entries": self.entries, "sha256": self.sha256}
+                "entries": self.entries, "blank_lines": self.blank, "sha256": self.sha256}
 
 
 @dataclass(frozen=True)
@@ -100,10 +115,11 @@ class Workload:
 
     def describe(self) -> str:
         p = self.params()
-        dup = (f" ({p['duplicate_lines']:,} repeated lines, stored once)"
+        dup = (f" ({count(p['duplicate_lines'], 'repeated line')}, stored once)"
                if p["duplicate_lines"] else "")
-        return (f"workload {self.name!r} ({self.dialect}): {p['subscriptions']:,} subscriptions"
-                f"{dup} of {p['distinct_patterns']:,} patterns, {p['topics']:,} topics "
+        return (f"workload {self.name!r} ({self.dialect}): "
+                f"{count(p['subscriptions'], 'subscription')}{dup} of "
+                f"{count(p['distinct_patterns'], 'pattern')}, {count(p['topics'], 'topic')} "
                 f"({p['distinct_topics']:,} distinct)")
 
 
@@ -113,8 +129,8 @@ Problem = tuple[int, str]
 
 def _lines(path: Path, problems: list[Problem]
            ) -> tuple[list[tuple[int, str]], WorkloadFile | None]:
-    """The (line number, text) of every non-empty line, and the file's facts; problems of
-    reading and decoding are appended to ``problems``."""
+    """The (line number, text) of every non-empty line, and the file's facts (blank lines
+    counted); problems of reading and decoding are appended to ``problems``."""
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -124,17 +140,19 @@ def _lines(path: Path, problems: list[Problem]
     if raw and raw[-1] == b"":
         raw.pop()  # the newline that ends the last line
     out = []
+    blank = 0
     for number, line in enumerate(raw, 1):
         if line.endswith(b"\r"):
             line = line[:-1]
         if not line:
+            blank += 1
             continue
         try:
             out.append((number, line.decode("utf-8")))
         except UnicodeDecodeError as exc:
             problems.append((number, f"{path}:{number}: not UTF-8 (byte {exc.start + 1} of "
                                      f"the line: {line[exc.start:exc.start + 1]!r})"))
-    return out, WorkloadFile(path, len(raw), len(out), hashlib.sha256(data).hexdigest())
+    return out, WorkloadFile(path, len(raw), len(out), hashlib.sha256(data).hexdigest(), blank)
 
 
 def _invalid(path: Path, number: int, exc: InvalidTopicError) -> Problem:
@@ -161,7 +179,8 @@ def read_workload(subscriptions: Path, topics: Path, dialect: str,
         pattern, tab, who = text.rpartition("\t")
         if not tab:
             pattern, who = text, number
-        elif not who:
+        pattern = unquote(pattern)
+        if tab and not who:
             sub_problems.append((number, f"{sub_path}:{number}: empty subscriber after the "
                                          "last TAB (the line is PATTERN<TAB>SUBSCRIBER, or "
                                          "PATTERN alone)"))
@@ -174,6 +193,7 @@ def read_workload(subscriptions: Path, topics: Path, dialect: str,
         subs.append((pattern, who))
     tops: list[str] = []
     for number, text in top_lines:
+        text = unquote(text)
         try:
             most = max(most, len(validate_topic(text, dialect)))
         except InvalidTopicError as exc:
@@ -184,7 +204,7 @@ def read_workload(subscriptions: Path, topics: Path, dialect: str,
                            (top_file, "topics", top_problems)):
         if f is not None and not f.entries:
             found.append((0, f"{f.path}: no {what} (the file is empty or has only empty "
-                             "lines)"))
+                             "lines; the AMQP empty key is written \"\")"))
     problems = [m for _, m in sorted(sub_problems)] + [m for _, m in sorted(top_problems)]
     if problems:
         raise WorkloadError(problems)
@@ -197,16 +217,24 @@ def read_workload(subscriptions: Path, topics: Path, dialect: str,
         duplicates=len(subs) - len(set(subs)), max_words=most)
 
 
-def write_example(name: str, folder: Path, seed: int = workloads.EXAMPLE_SEED) -> list[Path]:
+def write_example(name: str, folder: Path, seed: int = workloads.EXAMPLE_SEED,
+                  overwrite: bool = False) -> list[Path]:
     """Write the example workload ``name`` (see :data:`experiments.workloads.EXAMPLES`) as
-    ``folder/subscriptions.txt`` and ``folder/topics.txt``; return the two paths."""
+    ``folder/subscriptions.txt`` and ``folder/topics.txt``; return the two paths. Raise
+    :class:`experiments.writing.WriteError`, having written nothing, when ``folder`` is not
+    a folder, or holds either file and ``overwrite`` is false."""
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise WriteError(f"{folder} exists and is not a directory")
+    paths = [folder / SUBSCRIPTIONS, folder / TOPICS]
+    present = [p.name for p in paths if p.exists()]
+    if present and not overwrite:
+        raise WriteError(f"{folder} already holds {' and '.join(present)}; pass --overwrite "
+                         "to replace them")
     make, _ = workloads.EXAMPLES[name]
     wl = make(seed)
     for pattern, who in wl.subscriptions:
         assert "\n" not in pattern and not set(who) & {"\t", "\n"}, (pattern, who)
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    paths = [folder / SUBSCRIPTIONS, folder / TOPICS]
-    paths[0].write_bytes("".join(f"{p}\t{w}\n" for p, w in wl.subscriptions).encode())
-    paths[1].write_bytes("".join(f"{t}\n" for t in wl.topics).encode())
-    return paths
+    return write_all({
+        paths[0]: "".join(f"{p}\t{w}\n" for p, w in wl.subscriptions).encode(),
+        paths[1]: "".join(f"{t}\n" for t in wl.topics).encode()})

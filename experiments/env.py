@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from .config import Size
+from .text import count
+from .writing import writing
 
 __all__ = [
     "PROJECT_ROOT",
@@ -35,7 +37,6 @@ __all__ = [
     "build_info",
     "build_tag",
     "default_results_root",
-    "estimate_seconds",
     "paper_build_dir",
 ]
 
@@ -160,7 +161,8 @@ class Run:
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         self.run_id = f"{stamp}-{secrets.token_hex(2)}"
         self.dir = Path(out_root).resolve() / self.build
-        self.dir.mkdir(parents=True, exist_ok=True)
+        with writing(self.dir, "create the folder"):
+            self.dir.mkdir(parents=True, exist_ok=True)
         self.files: list[Path] = []
         self._open: dict[str, IO[str]] = {}
         self.counts: dict[str, int] = {}
@@ -176,15 +178,17 @@ class Run:
         }
         #: The run file: what was asked for, on which build (``run-<run_id>.json``).
         self.manifest = self.new_path("run", ".json")
-        self.manifest.write_text(json.dumps(manifest, indent=2) + "\n")
+        with writing(self.manifest):
+            self.manifest.write_text(json.dumps(manifest, indent=2) + "\n")
 
     def _rewrite_manifest(self, change: Callable[[dict[str, Any]], None]) -> None:
         """Apply ``change`` to the run file's contents and replace the file in one step."""
         data = json.loads(self.manifest.read_text())
         change(data)
         tmp = self.manifest.with_name(self.manifest.name + ".tmp")
-        tmp.write_text(json.dumps(data, indent=2) + "\n")
-        os.replace(tmp, self.manifest)
+        with writing(self.manifest):
+            tmp.write_text(json.dumps(data, indent=2) + "\n")
+            os.replace(tmp, self.manifest)
 
     def step_done(self, experiment: str, seconds: float) -> None:
         """Note in the run file how long ``experiment`` took (the next run's estimate)."""
@@ -194,7 +198,8 @@ class Run:
     def new_path(self, stem: str, suffix: str, subdir: str | None = None) -> Path:
         """A path named after the run that does not exist yet (``stem-<run_id>[-n]suffix``)."""
         folder = self.dir / subdir if subdir else self.dir
-        folder.mkdir(parents=True, exist_ok=True)
+        with writing(folder, "create the folder"):
+            folder.mkdir(parents=True, exist_ok=True)
         n = 0
         while True:
             tail = f"-{n}" if n else ""
@@ -248,9 +253,11 @@ class Run:
         fh = self._open.get(experiment)
         if fh is None:
             path = self.new_path(experiment, ".jsonl")
-            fh = self._open[experiment] = open(path, "x", encoding="utf-8")
-        fh.write(json.dumps(rec, sort_keys=False) + "\n")
-        fh.flush()
+            with writing(path):
+                fh = self._open[experiment] = open(path, "x", encoding="utf-8")
+        with writing(fh.name):
+            fh.write(json.dumps(rec, sort_keys=False) + "\n")
+            fh.flush()
         self.counts[experiment] = self.counts.get(experiment, 0) + 1
         return rec
 
@@ -286,26 +293,6 @@ class Run:
                 what = ""
                 exp = path.name.split("-", 1)[0]
                 if path.suffix == ".jsonl" and exp in self.counts:
-                    what = f" ({self.counts[exp]} records)"
+                    what = f" ({count(self.counts[exp], 'record')})"
                 print(f"  wrote {path}{what}", file=out)
 
-
-def estimate_seconds(root: Path, build: str, size: str, experiments: list[str]
-                     ) -> tuple[float, list[str]] | None:
-    """How long ``experiments`` took at ``size`` on ``build`` the last time each ran under
-    ``root`` (from the ``seconds`` the run files note), and which have no earlier run; None
-    when none has."""
-    last: dict[str, tuple[str, float]] = {}
-    for path in (Path(root) / build).glob("run-*.json"):
-        try:
-            run = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-        if run.get("size", {}).get("name") != size:
-            continue
-        for exp, secs in (run.get("seconds") or {}).items():
-            if exp in experiments and run.get("run_id", "") > last.get(exp, ("", 0.0))[0]:
-                last[exp] = (run.get("run_id", ""), float(secs))
-    if not last:
-        return None
-    return sum(s for _, s in last.values()), [e for e in experiments if e not in last]

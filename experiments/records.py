@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from .text import count
+
 __all__ = ["build_order", "cells", "contention_growth", "latest_run", "load", "matching", "ok",
            "run_file", "run_rank"]
 
@@ -46,7 +48,8 @@ def load(root: Path, tally: dict[str, int] | None = None) -> list[Record]:
                 else:
                     counts["not_records"] += 1
     if counts["unreadable_lines"]:
-        print(f"warning: skipped {counts['unreadable_lines']} unreadable lines under {root}",
+        print(f"warning: skipped {count(counts['unreadable_lines'], 'unreadable line')} under "
+              f"{root}",
               file=sys.stderr)
     if tally is not None:
         for k, v in counts.items():

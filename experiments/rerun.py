@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -21,8 +22,8 @@ from typing import Any
 
 from .env import PROJECT_ROOT, Run
 
-__all__ = ["PROG_ENV", "RUN_REPORT_ENV", "Terminated", "child_env", "reexec", "report_run",
-           "terminate"]
+__all__ = ["PROG_ENV", "RUN_REPORT_ENV", "Terminated", "child_env", "inherited_fds", "reexec",
+           "report_run", "terminate"]
 
 #: The environment variable naming the file a re-run reports what it wrote to.
 RUN_REPORT_ENV = "CSTRIE_RUN_REPORT"
@@ -68,6 +69,26 @@ def strip_python(argv: list[str]) -> list[str]:
     return out
 
 
+#: A path naming one of this process's descriptors (what ``<(...)`` hands a command).
+_FD_PATH = re.compile(r"/(?:dev/fd|proc/self/fd)/(\d+)")
+
+
+def inherited_fds(argv: list[str]) -> tuple[int, ...]:
+    """The open descriptors that ``argv`` names as ``/dev/fd/N`` (or ``/proc/self/fd/N``),
+    alone or as ``--option=/dev/fd/N``: a re-run must inherit them to read those files."""
+    fds = []
+    for arg in argv:
+        m = _FD_PATH.fullmatch(arg.split("=", 1)[1] if arg.startswith("--") and "=" in arg
+                               else arg)
+        if m and int(m.group(1)) > 2:
+            try:
+                os.fstat(int(m.group(1)))
+            except OSError:
+                continue  # not open here: the re-run will say it cannot read the file
+            fds.append(int(m.group(1)))
+    return tuple(sorted(set(fds)))
+
+
 def _wait(proc: subprocess.Popen[Any]) -> int:
     """Wait for the re-run, passing SIGTERM on to it, and Ctrl-C if it has not stopped by
     itself within :data:`GRACE_SECONDS`."""
@@ -102,7 +123,9 @@ def reexec(python: str, argv: list[str], found: str) -> int:
         env = child_env()
         env[RUN_REPORT_ENV] = str(report)
         try:
-            proc = subprocess.Popen(cmd, env=env)
+            # Files given as /dev/fd/N (a shell's process substitution, <(...)) are this
+            # process's descriptors: the re-run inherits them under the same numbers.
+            proc = subprocess.Popen(cmd, env=env, pass_fds=inherited_fds(argv))
         except OSError as exc:
             print(f"error: --python {python}: cannot run it: {exc}", file=sys.stderr)
             return 2

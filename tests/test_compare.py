@@ -95,7 +95,7 @@ def test_bad_files_report_every_bad_line_and_measure_nothing(case, tmp_path, cap
     for path, bad in ((subs, bad_subs), (topics, bad_topics)):
         reported = [int(n) for n in re.findall(rf"^{re.escape(str(path))}:(\d+): ", err, re.M)]
         assert reported == bad, f"{path.name}: reported lines {reported}, bad {bad}\n{err}"
-    assert f"{len(bad_subs) + len(bad_topics)} problem(s)" in err
+    assert f"{len(bad_subs) + len(bad_topics)} problems in the workload" in err
     assert "nothing measured" in err
     assert max(map(len, err.splitlines())) < 200, "a long line is quoted whole"
     assert not out.exists(), "something was written although the files are bad"
@@ -148,7 +148,8 @@ def test_the_shipped_examples_are_what_the_generator_writes(name, tmp_path, caps
         shipped = EXAMPLES_DIR / name / file
         assert (folder / file).read_bytes() == shipped.read_bytes(), (
             f"{shipped} differs from what the generator writes: regenerate it with "
-            f"python -m experiments compare --write-example {name} examples/{name}")
+            f"python -m experiments compare --write-example {name} examples/{name} "
+            "--overwrite")
         assert shipped.stat().st_size < 300_000
     wl = read_workload(folder / SUBSCRIPTIONS, folder / TOPICS, EXAMPLES[name][1])
     assert wl.name == name and len(wl.subscriptions) == 2000 and len(wl.topics) == 5000
@@ -254,3 +255,34 @@ def test_a_baseline_that_cannot_run_in_the_dialect_is_a_usage_error(tmp_path):
         assert main(["compare", "--subscriptions", str(subs), "--topics", str(topics),
                      "--out", str(out), *extra]) == 2
     assert not out.exists()
+
+
+@pytest.mark.parametrize("dialect", ["amqp", "nats", "mqtt"])
+def test_the_empty_key_is_two_quotes_and_blank_lines_are_counted(dialect, tmp_path, capsys):
+    """A blank line is skipped, and said (``skipped N blank lines in FILE``); the empty
+    string is written as two double quotes (a line of double quotes only loses two of them:
+    four stand for the word of two). The empty key is a topic and a pattern in AMQP; in NATS
+    and MQTT the line of two quotes is a bad line."""
+    sep, multi = {"amqp": (".", "#"), "nats": (".", ">"), "mqtt": ("/", "#")}[dialect]
+    subs, topics = _write(tmp_path, f'""\tempty\n\n{multi}\tall\n\na{sep}b\tx\n""""\tq\n',
+                          f'""\n\na{sep}b\n""""\n')
+    if dialect != "amqp":
+        with pytest.raises(WorkloadError) as info:
+            read_workload(subs, topics, dialect)
+        assert [p.split(": ")[0] for p in info.value.problems] == [f"{subs}:1", f"{topics}:1"]
+        assert all(f"invalid {dialect}" in p and "''" in p for p in info.value.problems)
+        return
+    wl = read_workload(subs, topics, dialect)
+    assert wl.subscriptions == [("", "empty"), ("#", "all"), ("a.b", "x"), ('""', "q")]
+    assert wl.topics == ["", "a.b", '""']
+    out = tmp_path / "results"
+    rc, _, err = _compare(capsys, "--subscriptions", subs, "--topics", topics, "--dialect",
+                          dialect, "--algorithms", "cstrie", "--baseline", "cstrie",
+                          "--threads", "1", "--write-shares", "0", "--rounds", "1", "--ops",
+                          "20", "--out", out, "--chart", tmp_path / "c.png")
+    assert rc == 0, err
+    assert f"skipped 2 blank lines in {subs}\n" in err
+    assert f"skipped 1 blank line in {topics}\n" in err
+    recs = load(out)
+    assert recs and all(r["params"]["oracle_mismatches"] == 0 for r in recs)
+    assert recs[0]["params"]["files"]["subscriptions"]["blank_lines"] == 2

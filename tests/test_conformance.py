@@ -342,6 +342,19 @@ def test_inverted_bitmap_can_raise_outside_its_space(dialect, figures):
     figures.add("outside-space checks InvertedBitmapMatcher", 1)
 
 
+@pytest.mark.parametrize("options", [{"cache_max": 10}, {"cache_sweep_to": 5},
+                                     {"cache": False, "cache_max": 10, "cache_sweep_to": 1}])
+def test_cache_bounds_without_the_cache_are_refused(options):
+    """``cache_max`` and ``cache_sweep_to`` bound the result cache: without ``cache=True``
+    they would be ignored, so they are refused, naming the argument and the rule."""
+    with pytest.raises(ValueError) as info:
+        ctrie.CSTrie(**options)
+    msg = str(info.value)
+    named = [k for k in options if k.startswith("cache_")]
+    assert all(k in msg for k in named) and "cache=True" in msg, msg
+    assert len(ctrie.CSTrie(cache=True, cache_max=10, cache_sweep_to=1)) == 0  # with it: fine
+
+
 # --- the AMQP empty key ---------------------------------------------------------------------
 
 # AMQP 0-9-1: a routing key is "zero or more words". RabbitMQ routes a message published with

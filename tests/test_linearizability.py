@@ -284,7 +284,8 @@ draw_amqp = make_draw(patterns=AMQP_PATTERNS, topics=AMQP_TOPICS)
 def _cstrie_amqp(rnd: random.Random) -> CSTrie:
     # Both leaf sizes (a split root keeps the empty key in a hash level), with and without
     # the result cache.
-    return CSTrie("amqp", cache=rnd.random() < 0.5, cache_max=2, cache_sweep_to=1,
+    bounds = {"cache_max": 2, "cache_sweep_to": 1} if rnd.random() < 0.5 else None
+    return CSTrie("amqp", cache=bounds is not None, **(bounds or {}),
                   _leaf_max=rnd.choice((1, LEAF_MAX)))
 
 

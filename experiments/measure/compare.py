@@ -10,8 +10,9 @@ Broker engineers want the answer for their subjects, not for random 5-word topic
 
 **Files.** The subscriptions file holds one ``PATTERN<TAB>SUBSCRIBER`` a line (split at the
 last TAB; a line without a TAB is a pattern whose subscriber is its line number), the topics
-file one published topic a line; UTF-8, empty lines skipped, no comments, spaces are part of
-the text (see :mod:`experiments.compare_files`). Both files are validated in full before
+file one published topic a line; UTF-8, empty lines skipped (and counted on stderr), no
+comments, spaces are part of the text; the empty string (the AMQP empty routing key) is
+written as two double quotes (see :mod:`experiments.compare_files`). Both files are validated in full before
 anything is measured, with the package's validators for ``--dialect``: every bad line is
 printed (``file:line: reason``), and the command exits with status 2 having written nothing.
 
@@ -65,10 +66,11 @@ command says so and still writes the records and prints the table.
 **Examples.** ``examples/nats-inbox/`` (NATS request/reply: service subjects and reply
 inboxes) and ``examples/mqtt-sensors/`` (an MQTT sensor tree), made by
 :data:`experiments.workloads.EXAMPLES` with seed 1. They live in the checkout, not in the
-installed package; ``compare --write-example NAME DIR`` writes the same bytes anywhere (the
-tests check that regenerating gives the shipped files)::
+installed package; ``compare --write-example NAME DIR`` writes the same bytes anywhere
+(``--overwrite`` replaces them in a folder that holds them; the tests check that
+regenerating gives the shipped files)::
 
-    python -m experiments compare --write-example nats-inbox examples/nats-inbox
+    python -m experiments compare --write-example nats-inbox examples/nats-inbox --overwrite
     python -m experiments compare --subscriptions examples/nats-inbox/subscriptions.txt \\
         --topics examples/nats-inbox/topics.txt
     python -m experiments compare --dialect mqtt --algorithms cstrie,locked_trie,paho \\
@@ -90,10 +92,11 @@ from typing import TYPE_CHECKING, Any
 from ctrie import matches
 
 from .. import registry, workloads
-from ..argtypes import (choices_list, int_list, out_dir, positive_int, python_arg, seed_arg,
-                        share_list)
+from ..argtypes import (choices_list, int_list, out_dir, out_file, positive_int, python_arg,
+                        seed_arg, share_list)
 from ..env import Run
 from ..progress import bar
+from ..text import count
 from .rounds import add_hit_share, store_cpu, timed_round
 from .sharing import spread
 
@@ -152,8 +155,13 @@ files:
                  without a TAB is a pattern whose subscriber is its line number (a pattern
                  holding a TAB, legal in MQTT and AMQP, needs <TAB>SUBSCRIBER after it)
   topics         one published topic a line, the whole line
-  both           UTF-8; lines end with LF (CRLF accepted); empty lines are skipped; no
-                 comments ('#' is a wildcard); spaces are text, never separators
+  both           UTF-8; lines end with LF (CRLF accepted); empty lines are skipped (and
+                 counted on stderr); no comments ('#' is a wildcard); spaces are text,
+                 never separators
+  empty key      AMQP's empty routing key (the empty string, as a topic or a pattern) is
+                 written "" (two double quotes): a pattern or topic of double quotes only
+                 stands for itself less two quotes (four quotes are the word ""); in
+                 nats and mqtt, where the empty string is invalid, "" is a bad line
 
 measured (each round on a fresh matcher holding every subscription, after an untimed
 pass over the topics):
@@ -171,7 +179,7 @@ examples (in a checkout; --write-example writes the same bytes anywhere):
   python -m experiments compare --dialect mqtt --algorithms cstrie,locked_trie,paho \\
       --subscriptions examples/mqtt-sensors/subscriptions.txt \\
       --topics examples/mqtt-sensors/topics.txt
-  python -m experiments compare --write-example nats-inbox examples/nats-inbox
+  python -m experiments compare --write-example nats-inbox examples/nats-inbox --overwrite
 """
 
 
@@ -213,7 +221,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--out", type=out_dir, default=None, metavar="DIR",
                    help="results root; records go to DIR/<version>-<gil|ft>/ "
                         "(default: results/ of the checkout)")
-    p.add_argument("--chart", default=None, metavar="FILE",
+    p.add_argument("--chart", type=out_file, default=None, metavar="FILE",
                    help="where the chart goes (default: beside the records)")
     p.add_argument("--seed", type=seed_arg, default=workloads.EXAMPLE_SEED, metavar="N",
                    help="seed of the threaded plans and of --write-example (default: 1)")
@@ -222,6 +230,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--write-example", nargs=2, metavar=("NAME", "DIR"), default=None,
                    help=f"write the example workload NAME ({', '.join(workloads.EXAMPLES)}) "
                         "as DIR/subscriptions.txt and DIR/topics.txt, and stop")
+    p.add_argument("--overwrite", action="store_true",
+                   help="with --write-example: replace DIR/subscriptions.txt and "
+                        "DIR/topics.txt when DIR holds them (refused otherwise)")
     return p
 
 
@@ -291,8 +302,9 @@ class _Cells:
             self.refused[algorithm] = refused
             if refused:
                 self.progress.write(
-                    f"  {algorithm} refused {len(refused):,} of {len(self.pats):,} "
-                    f"subscriptions ({len(set(refused)):,} patterns; "
+                    f"  {algorithm} refused {len(refused):,} of "
+                    f"{count(len(self.pats), 'subscription')} "
+                    f"({count(len(set(refused)), 'pattern')}; "
                     f"UnsupportedPatternError), e.g. {refused[0]!r}")
         look = m.lookup
         for t in self.wl.topics:  # the untimed warm-up pass
@@ -327,7 +339,8 @@ class _Cells:
                                            "oracle_mismatches": len(bad)}
         if bad:
             found["oracle_first_mismatch"] = sample[bad[0]]
-            self.progress.write(f"  WARNING {algorithm}: {len(bad)} of {len(sample)} lookups "
+            self.progress.write(f"  WARNING {algorithm}: {len(bad)} of "
+                                f"{count(len(sample), 'lookup')} "
                                 f"disagree with ctrie.matches (first: {sample[bad[0]]!r})")
 
     def record(self, algorithm: str, workload: str, params: dict[str, Any], unit: str,
@@ -339,7 +352,7 @@ class _Cells:
         if status == "ok":
             notes = [note] if note else []
             if self.refused.get(algorithm):
-                notes.append(f"{len(self.refused[algorithm])} subscriptions refused "
+                notes.append(f"{count(len(self.refused[algorithm]), 'subscription')} refused "
                              "(UnsupportedPatternError)")
                 params["refused_patterns"] = len(self.refused[algorithm])
             if params.get("oracle_mismatches"):

@@ -23,6 +23,7 @@ from ctrie import Dialect, matches
 from .. import registry, workloads
 from ..env import Run
 from ..progress import bar
+from ..text import count
 
 __all__ = ["run_throughput"]
 
@@ -90,7 +91,7 @@ def run_throughput(run: Run, algorithms: list[str], dialects: list[str]) -> None
                                 "expected": sorted(expected[i])[:10]}
                             progress.write(
                                 f"  WARNING throughput {algorithm}:{dialect}: {len(bad)} of "
-                                f"{len(sample)} lookups disagree with ctrie.matches "
+                                f"{count(len(sample), 'lookup')} disagree with ctrie.matches "
                                 f"(first: {sample[i]!r})")
                     look = m.lookup
                     before = registry.computed_lookups(m)

@@ -23,6 +23,8 @@ from ..extras import from_error
 from ..progress import bar
 from ..records import Record, cells, load
 from ..registry import ALGORITHMS, DIALECTS, dialects_for
+from ..text import count
+from ..writing import writing
 from .plotting import (COLORS, MARKERS, Gaps, build_name, build_title, dialect_of,
                        dialects_said, dot_rows, error_bars, finish, latest_runs, plain_log,
                        plan, pyplot, series_label, series_legend, thousands)
@@ -302,7 +304,8 @@ def run_charts(root: Path, out: Path, formats: tuple[str, ...] = ("png", "svg"))
     if not records:
         raise SystemExit(f"error: --from {root}: no result records (*.jsonl) found there")
     plt = pyplot()
-    out.mkdir(parents=True, exist_ok=True)
+    with writing(out, "create the folder"):
+        out.mkdir(parents=True, exist_ok=True)
     written = []
     replaced = 0
     with bar(len(FIGURES), "charts") as progress:
@@ -323,11 +326,13 @@ def run_charts(root: Path, out: Path, formats: tuple[str, ...] = ("png", "svg"))
             for fmt in formats:
                 path = out / f"{name}.{fmt}"
                 replaced += path.exists()
-                fig.savefig(path, dpi=130 if fmt == "png" else None)
+                with writing(path):
+                    fig.savefig(path, dpi=130 if fmt == "png" else None)
                 written.append(path)
             plt.close(fig)
             progress.update(1)
     if replaced:
-        print(f"note: {replaced} figure files in {out} were replaced (figures are generated "
+        print(f"note: {count(replaced, 'figure file')} in {out} "
+              f"{'was' if replaced == 1 else 'were'} replaced (figures are generated "
               "from the records; regenerate them any time)", file=sys.stderr)
     return written

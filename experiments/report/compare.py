@@ -13,6 +13,8 @@ from pathlib import Path
 
 from ..measure.compare import LATENCY, THROUGHPUT
 from ..records import Record, ok
+from ..text import count
+from ..writing import writing
 from .plotting import COLORS, MARKERS, build_name, pyplot, series_label
 
 __all__ = ["chart", "present", "ratio", "table"]
@@ -65,10 +67,11 @@ def table(records: list[Record], baseline: str) -> str:
     p = first["params"]
     col = f"x {baseline}"
     lines = [
-        f"compare {p['workload']!r} ({first['dialect']}): {p['subscriptions']:,} "
-        f"subscriptions of {p['distinct_patterns']:,} patterns, {p['topics']:,} topics; "
-        f"{build_name(records, first['build'])}, {first['cpu_count']} CPUs; "
-        f"{first['rounds']} rounds; run {first['run_id']}",
+        f"compare {p['workload']!r} ({first['dialect']}): "
+        f"{count(p['subscriptions'], 'subscription')} of "
+        f"{count(p['distinct_patterns'], 'pattern')}, {count(p['topics'], 'topic')}; "
+        f"{build_name(records, first['build'])}, {count(first['cpu_count'], 'CPU')}; "
+        f"{count(first['rounds'], 'round')}; run {first['run_id']}",
         f"{col}: ratio to {baseline}, above 1 = better (a time: {baseline}'s median / this "
         f"one; a rate: this one / {baseline}'s)",
     ]
@@ -145,13 +148,16 @@ def chart(records: list[Record], baseline: str, path: Path) -> Path:
                   frameon=False)
     first = records[0]
     p = first["params"]
-    fig.suptitle(f"{p['workload']} ({first['dialect']}): {p['subscriptions']:,} "
-                 f"subscriptions, {p['topics']:,} topics; {build_name(records, first['build'])}"
-                 f"; median and quartiles of {first['rounds']} rounds; baseline {baseline}",
+    fig.suptitle(f"{p['workload']} ({first['dialect']}): "
+                 f"{count(p['subscriptions'], 'subscription')}, {count(p['topics'], 'topic')}"
+                 f"; {build_name(records, first['build'])}"
+                 f"; median and quartiles of {count(first['rounds'], 'round')}; "
+                 f"baseline {baseline}",
                  fontsize=9)
     fig.tight_layout()
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120, bbox_inches="tight")
+    with writing(path):
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
     return Path(path)
 

@@ -23,6 +23,7 @@ from .tables import (LATENCY_COLUMNS, PUBLISHED_AS, PUBLISHED_LATENCY, build_tag
                      primitives_table, published_latency_table, run_cells, shape_table,
                      throughput_table, width_writes)
 from .tables_threads import contention_table, lockfree_table, scaling_table
+from ..writing import write_all
 
 __all__ = ["facts", "render", "run_paper"]
 
@@ -318,5 +319,5 @@ def run_paper(source: Path, template: Path, out: Path) -> Path:
     records = load(source)
     if not records:
         raise SystemExit(f"error: --from {source}: no result records (*.jsonl) found there")
-    out.write_text(render(template.read_text(), records, source))
+    write_all({out: render(template.read_text(), records, source)})
     return out

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..env import PROJECT_ROOT
 from ..records import Record, build_order, latest_run, load
+from ..text import count
 
 __all__ = ["PUBLICATION_SIZE", "run_publish", "unpublishable"]
 
@@ -73,7 +74,8 @@ def run_publish(source: Path, allowed: Iterable[str] = (PUBLICATION_SIZE,),
     empty = [f"{r['label']} ({r['build']})" for r in rows if r.get("status") == "no data"]
     if empty and not allow_missing:
         raise SystemExit(
-            f"error: --from {source}: {len(empty)} target(s) have no data there, and publishing "
+            f"error: --from {source}: {count(len(empty), 'target')} "
+            f"{'has' if len(empty) == 1 else 'have'} no data there, and publishing "
             "would replace their committed rows with 'no data':\n  " + "\n  ".join(empty)
             + "\n(measure them, e.g. make reproduce-full on both builds, or --allow-missing)")
     figures = root / "paper" / "figures"

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..records import Record, build_order, cells, load, run_rank
+from ..writing import write_all
 
 __all__ = ["README_BEGIN", "README_END", "TARGETS", "Target", "compute", "run_summary",
            "update_readme"]
@@ -213,6 +214,7 @@ def run_summary(root: Path, printer: Callable[[str], None] = print) -> list[dict
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     payload = {"generated": stamp, "from": str(root), "rows": rows,
                "targets": [asdict(t) for t in TARGETS]}
+    files: dict[Path, str] = {}
     written = []
     for stem in (f"summary-{stamp}", "summary-latest"):
         for suffix, text in ((".json", json.dumps(payload, indent=2) + "\n"), (".md", md)):
@@ -220,8 +222,9 @@ def run_summary(root: Path, printer: Callable[[str], None] = print) -> list[dict
             replaced = path.exists()
             if replaced and stem != "summary-latest":
                 continue  # never overwrite a timestamped table
-            path.write_text(text)
+            files[path] = text
             written.append(f"{path}{' (replaced)' if replaced else ''}")
+    write_all(files)  # all of them or, when one cannot be written, none
     for w in written:
         printer(f"wrote {w}")
     return rows
@@ -251,4 +254,4 @@ def update_readme(path: Path, rows: list[dict[str, Any]], source: Path) -> None:
     lines += ["", README_END]
     head, rest = text.split(README_BEGIN, 1)
     _, tail = rest.split(README_END, 1)
-    Path(path).write_text(head + "\n".join(lines) + tail)
+    write_all({Path(path): head + "\n".join(lines) + tail})

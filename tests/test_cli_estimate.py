@@ -1,0 +1,55 @@
+"""The time estimate printed before a run comes only from earlier runs that did the same
+work: a run that selects other algorithms, dialects, thread counts, round lengths or
+workload options says plainly that the earlier run is not comparable, and a later run
+with the first selection again is estimated from the run that matched it.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from test_experiments_smoke import ROOT, cli, ok_or_fail
+
+EXAMPLE = ROOT / "examples" / "nats-inbox"
+COMPARE = ("compare", "--subscriptions", str(EXAMPLE / "subscriptions.txt"), "--topics",
+           str(EXAMPLE / "topics.txt"), "--rounds", "1", "--ops", "20", "--threads", "1",
+           "--write-shares", "0", "--baseline", "cstrie")
+
+#: command -> (its arguments, the options of the first selection, those of another, words
+#: the not-comparable line must hold).
+CASES = {
+    "throughput": (("throughput", "--smoke"), ("--algorithms", "cstrie,locked_trie"),
+                   ("--algorithms", "cstrie"), ("2 algorithms", "1 algorithm")),
+    "memory": (("memory", "--smoke", "--algorithms", "cstrie"), ("--dialects", "nats"),
+               ("--dialects", "nats,mqtt"), ("nats", "nats,mqtt")),
+    "scaling": (("scaling", "--smoke", "--algorithms", "cstrie"), ("--threads", "1"),
+                ("--threads", "1,2"), ("--threads 1", "--threads 1,2")),
+    "compare": (COMPARE, ("--algorithms", "cstrie"), ("--algorithms", "cstrie,naive"),
+                ("1 algorithm", "2 algorithms")),
+}
+
+
+def _estimate_line(stderr: str) -> str:
+    lines = [x for x in stderr.splitlines() if "estimate" in x]
+    assert len(lines) == 1, stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("command", sorted(CASES))
+def test_a_run_is_timed_only_from_the_same_selection(command, tmp_path):
+    args, first, other, words = CASES[command]
+    out = ("--out", str(tmp_path))
+    proc = cli(*args, *first, *out)
+    ok_or_fail(proc)
+    line = _estimate_line(proc.stderr)
+    assert "no earlier" in line and command in line, line
+    proc = cli(*args, *other, *out)
+    ok_or_fail(proc)
+    line = _estimate_line(proc.stderr)
+    assert "not comparable" in line and "about" not in line, line
+    for word in words:
+        assert word in line, line
+    proc = cli(*args, *first, *out)
+    ok_or_fail(proc)
+    line = _estimate_line(proc.stderr)
+    assert "estimate: about" in line and "not comparable" not in line, line
