@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ctrie import InvalidTopicError, validate_pattern, validate_topic
+from ctrie import Dialect, InvalidTopicError, validate_pattern, validate_topic
 
 from . import workloads
 from .env import PROJECT_ROOT
@@ -175,18 +175,20 @@ def read_workload(subscriptions: Path, topics: Path, dialect: str,
     top_lines, top_file = _lines(top_path, top_problems)
     subs: list[tuple[str, Hashable]] = []
     most = 0
+    d = Dialect.coerce(dialect)
     for number, text in sub_lines:
-        pattern, tab, who = text.rpartition("\t")
+        pattern, tab, named = text.rpartition("\t")
+        who: Hashable = named
         if not tab:
             pattern, who = text, number
         pattern = unquote(pattern)
-        if tab and not who:
+        if tab and not named:
             sub_problems.append((number, f"{sub_path}:{number}: empty subscriber after the "
                                          "last TAB (the line is PATTERN<TAB>SUBSCRIBER, or "
                                          "PATTERN alone)"))
             continue
         try:
-            most = max(most, len(validate_pattern(pattern, dialect)))
+            most = max(most, len(validate_pattern(pattern, d)))
         except InvalidTopicError as exc:
             sub_problems.append(_invalid(sub_path, number, exc))
             continue
@@ -195,7 +197,7 @@ def read_workload(subscriptions: Path, topics: Path, dialect: str,
     for number, text in top_lines:
         text = unquote(text)
         try:
-            most = max(most, len(validate_topic(text, dialect)))
+            most = max(most, len(validate_topic(text, d)))
         except InvalidTopicError as exc:
             top_problems.append(_invalid(top_path, number, exc))
             continue

@@ -89,7 +89,7 @@ from itertools import cycle
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
-from ctrie import matches
+from ctrie import Dialect, matches
 
 from .. import registry, workloads
 from ..argtypes import (choices_list, int_list, out_dir, out_file, positive_int, python_arg,
@@ -326,8 +326,9 @@ class _Cells:
         patterns = dict.fromkeys(self.pats)
         sample = self.wl.topics[:max(1, min(ORACLE_TOPICS, ORACLE_BUDGET // len(patterns)))]
         if self._sample_hits is None:  # pattern -> indices of the sample topics it matches
+            d = Dialect.coerce(self.wl.dialect)
             self._sample_hits = {p: [i for i, t in enumerate(sample)
-                                     if matches(p, t, self.wl.dialect)] for p in patterns}
+                                     if matches(p, t, d)] for p in patterns}
         refused = set(self.refused[algorithm])
         expected: list[set[Hashable]] = [set() for _ in sample]
         for p, who in self.wl.subscriptions:

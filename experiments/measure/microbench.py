@@ -24,6 +24,7 @@ import os
 import subprocess
 import sys
 import traceback
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -150,7 +151,8 @@ def _run_pyperf(run: Run, experiment: str, suite: str, group: str, names: list[s
     return out, warnings, "\n".join(tail)
 
 
-def run_groups(run: Run, experiment: str, suite: str, groups: list[tuple[str, str, str]],
+def run_groups(run: Run, experiment: str, suite: str,
+               groups: Sequence[tuple[str, str, str | None]],
                method: str) -> None:
     """Measure ``groups`` (``(group id, algorithm, dialect)``) and record every benchmark.
 
