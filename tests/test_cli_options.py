@@ -218,3 +218,17 @@ def test_dev_fd_files_reach_a_python_rerun(spelling, tmp_path):
     recs = load(out)
     assert recs and {r["params"]["subscriptions"] for r in recs} == {3}
     assert {r["params"]["topics"] for r in recs} == {3}
+
+
+# --- --python abbreviated: the re-run must not get it again ----------------------------------
+
+@pytest.mark.parametrize("spelled", [["--python", "X"], ["--python=X"], ["--pyth", "X"],
+                                     ["--pyt=X"], ["--p", "X"]])
+def test_an_abbreviated_python_option_is_not_passed_to_the_rerun(spelled):
+    """argparse takes ``--pyth X`` for ``--python X``; a re-run given it again re-ran itself
+    under X, and so on without end (a chain of processes until killed)."""
+    from experiments.rerun import strip_python
+
+    for command in ("primitives", "compare"):
+        argv = [command, "--smoke", *spelled, "--seed", "2"]
+        assert strip_python(argv) == [command, "--smoke", "--seed", "2"], argv
