@@ -135,3 +135,18 @@ def test_write_example_refuses_to_replace_what_is_there(there, tmp_path):
         assert proc.returncode == 0, proc.stderr
         assert (path / "subscriptions.txt").read_bytes() == (
             EXAMPLE / "subscriptions.txt").read_bytes()
+
+
+def test_a_pyperf_folder_that_cannot_be_made_is_a_one_line_error(tmp_path):
+    """The pyperf subprocesses' folder (``<build>/pyperf/``) is made mid-run: a file there
+    stopped every pyperf cell, recorded as failed, and the run exited 0 as if it had
+    measured."""
+    pytest.importorskip("pyperf")
+    root = tmp_path / "results"
+    (root / build_tag()).mkdir(parents=True)
+    (root / build_tag() / "pyperf").write_text("in the way\n")
+    proc = cli("primitives", "--smoke", "--method", "pyperf", "--out", str(root))
+    assert proc.returncode == 2, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    assert "Traceback" not in proc.stderr, proc.stderr
+    line = proc.stderr.strip().splitlines()[-1]
+    assert line.startswith("error: primitives: cannot ") and "pyperf" in line, proc.stderr
