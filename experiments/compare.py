@@ -43,6 +43,10 @@ def run_compare(args: argparse.Namespace, argv: list[str]) -> int:
                   "example's two files and measures nothing (measure them with a second "
                   "compare command)", file=sys.stderr)
             return 2
+        if not folder:  # Path("") is the working directory, as for --out
+            print("error: --write-example: the folder must not be empty (give a folder; "
+                  "'.' is the working directory)", file=sys.stderr)
+            return 2
         if name not in EXAMPLES:
             print(f"error: --write-example: no example {name!r}; choose from "
                   f"{', '.join(EXAMPLES)}", file=sys.stderr)

@@ -59,6 +59,7 @@ def _one_line_error(proc: subprocess.CompletedProcess, *words: str) -> str:
     (("charts", "--from", "{tmp}", "--out", ""), "--out"),
     (("paper", "--from", "{tmp}", "--out", ""), "--out"),
     (("summary", "--from", ""), "--from"),
+    (("compare", "--write-example", "nats-inbox", ""), "--write-example"),
 ])
 def test_an_empty_path_is_a_usage_error(args, option, tmp_path):
     work = tmp_path / "cwd"
