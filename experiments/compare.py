@@ -37,7 +37,7 @@ def run_compare(args: argparse.Namespace, argv: list[str]) -> int:
     if args.write_example:
         name, folder = args.write_example
         given = [o for o, v in (("--subscriptions", args.subscriptions),
-                                ("--topics", args.topics)) if v]
+                                ("--topics", args.topics), ("--python", args.python)) if v]
         if given:
             print(f"error: --write-example takes no {' or '.join(given)}: it writes the "
                   "example's two files and measures nothing (measure them with a second "

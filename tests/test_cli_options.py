@@ -72,8 +72,11 @@ def test_an_empty_path_is_a_usage_error(args, option, tmp_path):
 # --- compare --write-example takes no workload files -----------------------------------------
 
 @pytest.mark.parametrize("extra", [("--subscriptions", SUBS), ("--topics", TOPICS),
-                                   ("--subscriptions", SUBS, "--topics", TOPICS)])
+                                   ("--subscriptions", SUBS, "--topics", TOPICS),
+                                   ("--python", sys.executable)])
 def test_write_example_refuses_workload_files(extra, tmp_path):
+    """(and --python: the re-run wrote the files, then the command said "exited 0 but
+    reported no run" and exited 1)"""
     proc = _run(tmp_path, "compare", "--write-example", "nats-inbox", str(tmp_path / "wl"),
                 *extra)
     _one_line_error(proc, "--write-example", extra[0])
