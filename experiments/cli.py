@@ -359,7 +359,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        if getattr(args, "python", None):
+        # (compare --write-example measures nothing, and refuses --python: run_compare)
+        if getattr(args, "python", None) and not getattr(args, "write_example", None):
             os.environ[PROG_ENV] = _prog()  # the child's hints name what the user typed
             return reexec(args.python, argv, FOUND_PYTHONS.get(args.python, "not checked"))
         if args.command == "charts":

@@ -37,11 +37,15 @@ def run_compare(args: argparse.Namespace, argv: list[str]) -> int:
     if args.write_example:
         name, folder = args.write_example
         given = [o for o, v in (("--subscriptions", args.subscriptions),
-                                ("--topics", args.topics)) if v]
+                                ("--topics", args.topics), ("--python", args.python)) if v]
         if given:
             print(f"error: --write-example takes no {' or '.join(given)}: it writes the "
                   "example's two files and measures nothing (measure them with a second "
                   "compare command)", file=sys.stderr)
+            return 2
+        if not folder:  # Path("") is the working directory, as for --out
+            print("error: --write-example: the folder must not be empty (give a folder; "
+                  "'.' is the working directory)", file=sys.stderr)
             return 2
         if name not in EXAMPLES:
             print(f"error: --write-example: no example {name!r}; choose from "

@@ -8,9 +8,10 @@ one) and there are no comments (``#`` is the MQTT and AMQP many-level wildcard),
 legal pattern can be written: a pattern that itself holds a TAB (legal in MQTT and AMQP)
 must be followed by ``<TAB>SUBSCRIBER``. **Topics file**: one published topic per line, the
 whole line. In both files lines end with LF (a CR before the LF is taken as part of a CRLF
-line ending, so a pattern or topic cannot end with CR), the text is UTF-8, and empty lines
-are skipped and counted (``compare`` says how many; a line of spaces is not empty: it is a
-pattern or topic, legal in MQTT). The empty string, AMQP's empty routing key (a topic and a
+line ending, so a pattern or topic cannot end with CR), the text is UTF-8 without a byte
+order mark (a file that starts with one is refused: the mark would be the invisible first
+character of its first entry), and empty lines are skipped and counted (``compare`` says how
+many; a line of spaces is not empty: it is a pattern or topic, legal in MQTT). The empty string, AMQP's empty routing key (a topic and a
 pattern of zero words), is written as two double quotes: a pattern or topic made of double
 quotes only stands for itself less two of them (:func:`unquote`), so two quotes are the
 empty key and four the one-word key of two quotes. In NATS and MQTT the empty string is
@@ -123,6 +124,10 @@ class Workload:
                 f"({p['distinct_topics']:,} distinct)")
 
 
+#: The UTF-8 byte order mark some editors put at the start of a file: refused, as it would
+#: silently be the first character of the first pattern or topic.
+BOM = b"\xef\xbb\xbf"
+
 #: A problem found in a file: (line number, 0 for the whole file; the message).
 Problem = tuple[int, str]
 
@@ -146,6 +151,11 @@ def _lines(path: Path, problems: list[Problem]
             line = line[:-1]
         if not line:
             blank += 1
+            continue
+        if number == 1 and line.startswith(BOM):
+            problems.append((number, f"{path}:{number}: the file starts with a byte order "
+                                     "mark (U+FEFF, invisible): save it as UTF-8 without "
+                                     "BOM (U+FEFF is read as part of the first entry)"))
             continue
         try:
             out.append((number, line.decode("utf-8")))

@@ -75,6 +75,19 @@ def _took(seconds: float) -> str:
     return f"{seconds / 60:.0f} min" if seconds >= 90 else f"{seconds:.0f} s"
 
 
+def _timed(earlier: Any) -> dict[str, float]:
+    """The seconds per experiment of a run file's contents; none where it is not shaped
+    like a run file (edited by hand, another tool's), whose times are not to be trusted."""
+    if not isinstance(earlier, dict) or not isinstance(earlier.get("size"), dict):
+        return {}
+    seconds = earlier.get("seconds")
+    if not isinstance(seconds, dict):
+        return {}
+    return {exp: float(s) for exp, s in seconds.items()
+            if isinstance(s, (int, float)) and not isinstance(s, bool)
+            and 0 <= s < float("inf")}
+
+
 def estimate_line(run: Run, todo: list[str], hint: str = "") -> str:
     """The line to print before ``run`` measures ``todo``: an estimate from the earlier
     runs of the same selection in its folder, which experiments were never run at its size,
@@ -89,15 +102,16 @@ def estimate_line(run: Run, todo: list[str], hint: str = "") -> str:
             earlier = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
-        rid = str(earlier.get("run_id", ""))
-        if rid == run.run_id or (earlier.get("size") or {}).get("name") != size:
+        timed = _timed(earlier)
+        rid = str(earlier.get("run_id", "")) if timed else ""
+        if not timed or rid == run.run_id or earlier["size"].get("name") != size:
             continue
-        for exp, secs in (earlier.get("seconds") or {}).items():
+        for exp, secs in timed.items():
             if exp not in todo:
                 continue
             keys = [k for k in WORK.get(exp, ()) if _value(earlier, k) != _value(current, k)]
             if not keys and rid > same.get(exp, ("", 0.0))[0]:
-                same[exp] = (rid, float(secs))
+                same[exp] = (rid, secs)
             elif keys and rid > other.get(exp, ("", ""))[0]:
                 then = "; ".join(_show(k, _value(earlier, k, False)) for k in keys)
                 now = "; ".join(_show(k, _value(current, k, False)) for k in keys)

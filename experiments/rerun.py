@@ -56,15 +56,23 @@ def child_env() -> dict[str, str]:
     return env
 
 
+def _is_python_option(arg: str) -> bool:
+    """``arg`` is ``--python`` as argparse takes it: whole or abbreviated (``--pyth``, no
+    other option of a command that has ``--python`` begins with ``--p``)."""
+    return len(arg) > 2 and "--python".startswith(arg)
+
+
 def strip_python(argv: list[str]) -> list[str]:
-    """``argv`` without ``--python PATH`` / ``--python=PATH``."""
+    """``argv`` without ``--python PATH`` / ``--python=PATH``, also abbreviated (``--pyth
+    PATH``): a re-run given the option again would re-run itself without end."""
     out, skip = [], False
     for arg in argv:
         if skip:
             skip = False
-        elif arg == "--python":
+        elif _is_python_option(arg):
             skip = True
-        elif not arg.startswith("--python="):
+        elif not (arg.startswith("--") and "=" in arg
+                  and _is_python_option(arg.split("=", 1)[0])):
             out.append(arg)
     return out
 

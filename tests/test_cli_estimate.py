@@ -53,3 +53,26 @@ def test_a_run_is_timed_only_from_the_same_selection(command, tmp_path):
     ok_or_fail(proc)
     line = _estimate_line(proc.stderr)
     assert "estimate: about" in line and "not comparable" not in line, line
+
+
+@pytest.mark.parametrize("junk", [
+    "[]", '"text"', '{"run_id": "20000101T000000Z-0000", "size": "smoke"}',
+    '{"run_id": "20000101T000000Z-0000", "size": {"name": "smoke"}, "seconds": [1]}',
+    '{"run_id": "20000101T000000Z-0000", "size": {"name": "smoke"}, "method": "timeit", '
+    '"seconds": {"primitives": "abc"}}',
+    '{"run_id": "20000101T000000Z-0000", "size": {"name": "smoke"}, "method": "timeit", '
+    '"seconds": {"primitives": null}}',
+    '{"run_id": "20000101T000000Z-0000", "size": {"name": "smoke"}, "method": "timeit", '
+    '"seconds": {"primitives": -500}}',
+])
+def test_a_run_file_of_another_shape_is_passed_over(junk, tmp_path):
+    """A run file that is JSON but not a run's (edited, or another tool's) gives no
+    estimate; it stopped the run before it measured anything (a traceback)."""
+    from experiments.config import SIZES
+    from experiments.env import Run
+    from experiments.estimate import estimate_line
+
+    run = Run(tmp_path, 1, SIZES["smoke"], [], plan={"method": "timeit"})
+    (run.dir / "run-junk.json").write_text(junk)
+    line = estimate_line(run, ["primitives"])
+    assert line.startswith("no earlier smoke run of primitives"), line

@@ -59,6 +59,7 @@ def _one_line_error(proc: subprocess.CompletedProcess, *words: str) -> str:
     (("charts", "--from", "{tmp}", "--out", ""), "--out"),
     (("paper", "--from", "{tmp}", "--out", ""), "--out"),
     (("summary", "--from", ""), "--from"),
+    (("compare", "--write-example", "nats-inbox", ""), "--write-example"),
 ])
 def test_an_empty_path_is_a_usage_error(args, option, tmp_path):
     work = tmp_path / "cwd"
@@ -71,8 +72,11 @@ def test_an_empty_path_is_a_usage_error(args, option, tmp_path):
 # --- compare --write-example takes no workload files -----------------------------------------
 
 @pytest.mark.parametrize("extra", [("--subscriptions", SUBS), ("--topics", TOPICS),
-                                   ("--subscriptions", SUBS, "--topics", TOPICS)])
+                                   ("--subscriptions", SUBS, "--topics", TOPICS),
+                                   ("--python", sys.executable)])
 def test_write_example_refuses_workload_files(extra, tmp_path):
+    """(and --python: the re-run wrote the files, then the command said "exited 0 but
+    reported no run" and exited 1)"""
     proc = _run(tmp_path, "compare", "--write-example", "nats-inbox", str(tmp_path / "wl"),
                 *extra)
     _one_line_error(proc, "--write-example", extra[0])
@@ -218,3 +222,17 @@ def test_dev_fd_files_reach_a_python_rerun(spelling, tmp_path):
     recs = load(out)
     assert recs and {r["params"]["subscriptions"] for r in recs} == {3}
     assert {r["params"]["topics"] for r in recs} == {3}
+
+
+# --- --python abbreviated: the re-run must not get it again ----------------------------------
+
+@pytest.mark.parametrize("spelled", [["--python", "X"], ["--python=X"], ["--pyth", "X"],
+                                     ["--pyt=X"], ["--p", "X"]])
+def test_an_abbreviated_python_option_is_not_passed_to_the_rerun(spelled):
+    """argparse takes ``--pyth X`` for ``--python X``; a re-run given it again re-ran itself
+    under X, and so on without end (a chain of processes until killed)."""
+    from experiments.rerun import strip_python
+
+    for command in ("primitives", "compare"):
+        argv = [command, "--smoke", *spelled, "--seed", "2"]
+        assert strip_python(argv) == [command, "--smoke", "--seed", "2"], argv

@@ -135,3 +135,38 @@ def test_write_example_refuses_to_replace_what_is_there(there, tmp_path):
         assert proc.returncode == 0, proc.stderr
         assert (path / "subscriptions.txt").read_bytes() == (
             EXAMPLE / "subscriptions.txt").read_bytes()
+
+
+def test_a_pyperf_folder_that_cannot_be_made_is_a_one_line_error(tmp_path):
+    """The pyperf subprocesses' folder (``<build>/pyperf/``) is made mid-run: a file there
+    stopped every pyperf cell, recorded as failed, and the run exited 0 as if it had
+    measured."""
+    pytest.importorskip("pyperf")
+    root = tmp_path / "results"
+    (root / build_tag()).mkdir(parents=True)
+    (root / build_tag() / "pyperf").write_text("in the way\n")
+    proc = cli("primitives", "--smoke", "--method", "pyperf", "--out", str(root))
+    assert proc.returncode == 2, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    assert "Traceback" not in proc.stderr, proc.stderr
+    line = proc.stderr.strip().splitlines()[-1]
+    assert line.startswith("error: primitives: cannot ") and "pyperf" in line, proc.stderr
+
+
+def test_charts_blocked_at_its_last_figure_writes_none(records, tmp_path):
+    """charts writes one file per figure and format: a folder in the way of the last one
+    stopped it after it had written (or replaced) every other figure; the files are now all
+    checked before the first is drawn, as summary and paper check theirs."""
+    pytest.importorskip("matplotlib")
+    from experiments.report.charts import FIGURES
+
+    root = tmp_path / "results"
+    shutil.copytree(records, root)
+    last = root / "paper" / "figures" / f"{list(FIGURES)[-1]}.svg"
+    last.mkdir(parents=True)
+    before = _tree(root)
+    proc = cli("charts", "--from", str(root))
+    assert proc.returncode == 2, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    assert "Traceback" not in proc.stderr, proc.stderr
+    line = proc.stderr.strip().splitlines()[-1]
+    assert line.startswith("error: charts: ") and str(last) in line, proc.stderr
+    assert _tree(root) == before, "charts wrote figures although it failed"

@@ -286,3 +286,17 @@ def test_the_empty_key_is_two_quotes_and_blank_lines_are_counted(dialect, tmp_pa
     recs = load(out)
     assert recs and all(r["params"]["oracle_mismatches"] == 0 for r in recs)
     assert recs[0]["params"]["files"]["subscriptions"]["blank_lines"] == 2
+
+
+@pytest.mark.parametrize("dialect", ["nats", "mqtt", "amqp"])
+def test_a_byte_order_mark_is_a_bad_line_not_part_of_the_first_entry(dialect, tmp_path):
+    """A file saved as "UTF-8 with BOM" (as some Windows editors do) started its first
+    pattern or topic with U+FEFF, invisible and valid in every dialect: the first line was
+    silently another subject than the one written."""
+    sep = "/" if dialect == "mqtt" else "."
+    subs, topics = _write(tmp_path, f"\ufeffa{sep}b\tx\nc\ty\n".encode(),
+                          f"\ufeffa{sep}b\nc\n".encode())
+    with pytest.raises(WorkloadError) as info:
+        read_workload(subs, topics, dialect)
+    assert [p.split(": ")[0] for p in info.value.problems] == [f"{subs}:1", f"{topics}:1"]
+    assert all("byte order mark" in p for p in info.value.problems), info.value.problems

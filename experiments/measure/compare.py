@@ -155,9 +155,9 @@ files:
                  without a TAB is a pattern whose subscriber is its line number (a pattern
                  holding a TAB, legal in MQTT and AMQP, needs <TAB>SUBSCRIBER after it)
   topics         one published topic a line, the whole line
-  both           UTF-8; lines end with LF (CRLF accepted); empty lines are skipped (and
-                 counted on stderr); no comments ('#' is a wildcard); spaces are text,
-                 never separators
+  both           UTF-8 (no byte order mark); lines end with LF (CRLF accepted); empty
+                 lines are skipped (and counted on stderr); no comments ('#' is a
+                 wildcard); spaces are text, never separators
   empty key      AMQP's empty routing key (the empty string, as a topic or a pattern) is
                  written "" (two double quotes): a pattern or topic of double quotes only
                  stands for itself less two quotes (four quotes are the word ""); in

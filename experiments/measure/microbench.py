@@ -32,6 +32,7 @@ from .. import registry
 from ..config import SIZES
 from ..env import PROJECT_ROOT, Run
 from ..progress import bar
+from ..writing import WriteError, writing
 from .bench import Bench
 from .latency import latency_benches
 from .primitives import primitive_benches
@@ -124,7 +125,9 @@ def _run_pyperf(run: Run, experiment: str, suite: str, group: str, names: list[s
     warnings: dict[str, list[str]] = {}
     pending: list[str] = []
     tail: list[str] = []
-    with open(log, "w", encoding="utf-8") as logf:
+    with writing(log):
+        logf = open(log, "w", encoding="utf-8")
+    with logf:
         logf.write("$ " + " ".join(cmd) + "\n")
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, env=_subprocess_env(), cwd=str(PROJECT_ROOT))
@@ -237,6 +240,8 @@ def _run_group(run: Run, experiment: str, suite: str, group: str, algorithm: str
             path, warnings, _ = _run_pyperf(run, experiment, suite, group, names, fixed,
                                             progress)
             parsed = _parse_pyperf(path)
+        except WriteError:
+            raise  # the run's folder refuses its files: no cell can be recorded either
         except Exception as exc:
             progress.update(len(members) - len(warnings))
             for bench in members:

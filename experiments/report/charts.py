@@ -24,7 +24,7 @@ from ..progress import bar
 from ..records import Record, cells, load
 from ..registry import ALGORITHMS, DIALECTS, dialects_for
 from ..text import count
-from ..writing import writing
+from ..writing import WriteError, write_problem, writing
 from .plotting import (COLORS, MARKERS, Gaps, build_name, build_title, dialect_of,
                        dialects_said, dot_rows, error_bars, finish, latest_runs, plain_log,
                        plan, pyplot, series_label, series_legend, thousands)
@@ -304,6 +304,11 @@ def run_charts(root: Path, out: Path, formats: tuple[str, ...] = ("png", "svg"))
     if not records:
         raise SystemExit(f"error: --from {root}: no result records (*.jsonl) found there")
     plt = pyplot()
+    # Every file it may write, checked before the first is drawn: a refusal changes nothing.
+    for path in (out / f"{name}.{fmt}" for name in FIGURES for fmt in formats):
+        why = write_problem(path)
+        if why:
+            raise WriteError(f"{path} {why}")
     with writing(out, "create the folder"):
         out.mkdir(parents=True, exist_ok=True)
     written = []
