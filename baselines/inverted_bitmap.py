@@ -256,7 +256,8 @@ class InvertedBitmapMatcher(Generic[S]):
         if self._outside_raises:
             raise TopicOutsideSpaceError(
                 topic, "topic", self.dialect.value,
-                f"not in this InvertedBitmapMatcher's topic space of {len(bitmaps):,} topics "
+                f"not in this InvertedBitmapMatcher's topic space of {len(bitmaps):,} "
+                f"topic{'' if len(bitmaps) == 1 else 's'} "
                 "(built with outside_space='raise'; a topic outside the space has no bitmap)")
         return _EMPTY
 

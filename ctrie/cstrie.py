@@ -131,8 +131,9 @@ class CSTrie(Generic[S]):
       AMQP ``#`` inside patterns is O(visited nodes x k) at worst (memoised, never
       exponential). With ``cache=True`` (:mod:`ctrie.cache`), a topic looked up before
       with no write since costs one atomic load and one dict probe; ``cache_max`` and
-      ``cache_sweep_to`` bound it (NATS's 1,024 and 256 by default; given without
-      ``cache=True`` they raise ``ValueError``). Each snapshot gets a cache of its own.
+      ``cache_sweep_to`` bound it (NATS's 1,024 and 256 by default; ``cache_max`` alone
+      sweeps to a quarter of it, at most 256; given without ``cache=True`` they raise
+      ``ValueError``). Each snapshot gets a cache of its own.
     - ``snapshot`` / ``read_only_snapshot``: O(1); the cost is paid lazily by writers, which
       copy each I-node of an older generation the first time they pass it.
     - ``subscriptions``: O(size of the trie), on a read-only snapshot.
@@ -189,9 +190,11 @@ class CSTrie(Generic[S]):
             raise ValueError(f"{' and '.join(bounds)} {verb} the result cache, which only "
                              f"cache=True makes: got cache=False with {given}")
         # The result cache (ctrie.cache), its own for every trie and every snapshot.
-        self._cache = ResultCache(
-            CACHE_MAX_ENTRIES if cache_max is None else cache_max,
-            CACHE_SWEEP_TO if cache_sweep_to is None else cache_sweep_to) if cache else None
+        if cache_sweep_to is None:  # NATS keeps a quarter (256 of 1,024), at most 256
+            cache_sweep_to = (min(CACHE_SWEEP_TO, cache_max // 4) if type(cache_max) is int
+                              else CACHE_SWEEP_TO)
+        self._cache = ResultCache(CACHE_MAX_ENTRIES if cache_max is None else cache_max,
+                                  cache_sweep_to) if cache else None
         d = Dialect.coerce(dialect)
         # Literal words a level holds in one flat C-node before it splits on their hashes
         # (ctrie.nodes.LEAF_MAX; tests make it tiny so that every test meets hash levels).

@@ -156,6 +156,16 @@ def test_bad_input_and_options():
         CSTrie(cache=True, cache_max=4.0)
 
 
+@pytest.mark.parametrize("cache_max, sweep_to", [(1, 0), (100, 25), (1000, 250), (5000, 256)])
+def test_a_cache_max_alone_gets_a_sweep_it_can_hold(cache_max, sweep_to):
+    """Given ``cache_max`` alone, the sweep keeps NATS's quarter, at most its 256: a small
+    ``cache_max`` is not refused over a default ``cache_sweep_to`` the user never gave."""
+    t = CSTrie(cache=True, cache_max=cache_max)
+    assert (t._cache.max_entries, t._cache.sweep_to) == (cache_max, sweep_to)
+    assert (t.snapshot()._cache.max_entries, t.snapshot()._cache.sweep_to) == (cache_max,
+                                                                                sweep_to)
+
+
 class _CaseInsensitive(str):
     """A str whose equality and hash ignore case: valid as a topic, not as a cache key."""
 

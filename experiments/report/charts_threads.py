@@ -7,6 +7,7 @@ from typing import Any
 
 from ..records import Record, cells, contention_growth
 from ..registry import ALGORITHMS, LABELS, thread_safe
+from ..text import count
 from .plotting import (COLORS, MARKERS, TRIES, Gaps, build_name, build_title, error_bars,
                        finish, latest_runs, plain_log, plan, pyplot, series_label, thousands)
 
@@ -29,7 +30,7 @@ def fig_scaling(recs: list[Record], workload: str) -> Any:
         threads = p.axis("scaling_threads", rs, lambda r: r["threads"])
         found = {a: [x for n in threads if n == 1 or thread_safe(a) for x in gaps.check(
                      cells(rs, algorithm=a, threads=n)[-1:], rs, build_name(recs, build),
-                     series_label(a), f"{n} threads", algorithm=a, threads=n)]
+                     series_label(a), count(n, "thread"), algorithm=a, threads=n)]
                  for a in ALGORITHMS if a in p.algorithms}
         for row, (algs, log) in enumerate(((ALGORITHMS, True), (TRIES, False))):
             ax = axes[row][col]
@@ -99,7 +100,7 @@ def fig_lockfree(recs: list[Record]) -> Any:
             for a in [a for a in ALGORITHMS if a in p.algorithms and thread_safe(a)]:
                 c = [x for n in workers for x in gaps.check(
                     cells(sub, algorithm=a, threads=n)[-1:], sub,
-                    f"{build_name(recs, build)}, {ratio}", series_label(a), f"{n} workers",
+                    f"{build_name(recs, build)}, {ratio}", series_label(a), count(n, "worker"),
                     algorithm=a, threads=n)]
                 if not c:
                     continue
