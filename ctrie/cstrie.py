@@ -63,6 +63,7 @@ much it changes the count, and counts it inside a window that a ``len()`` read c
 from __future__ import annotations
 
 import enum
+import inspect
 import time
 from collections.abc import Collection, Hashable, Iterator
 from typing import TYPE_CHECKING, Any, Final, Generic, Literal, Optional
@@ -1645,6 +1646,13 @@ def _tail_ok_amqp(nfa: Automaton, words: list[str], starts: Collection[int],
         S = (S & hashes) | ((S & (stars | (lit[w] if w in lit else 0))) << 1)  # not dict.get
         S |= ((S & hashes) + hashes) ^ hashes
     return bool(S & accept)
+
+
+# What help() and inspect.signature show: __init__'s public arguments (inspect would read
+# __new__, which only picks the class, and show ``**_kw`` in place of the cache's bounds).
+CSTrie.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+    [p for name, p in inspect.signature(CSTrie.__init__).parameters.items()
+     if name != "self" and not name.startswith("_")])
 
 
 class _CachedCSTrie(CSTrie[S]):

@@ -475,3 +475,13 @@ def test_long_non_str_and_unhashable_input_gives_a_short_message(spec):
             call()
         assert len(str(info.value)) <= MESSAGE_MAX, str(info.value)[:2_000]
     assert len(m) == 0
+
+
+def test_help_shows_the_constructors_public_arguments():
+    """``help(CSTrie)`` and ``inspect.signature`` show what ``__init__`` takes (its
+    ``__new__`` only picks the class and would hide ``cache_max`` behind ``**_kw``), and
+    no private argument."""
+    import inspect
+
+    params = inspect.signature(ctrie.CSTrie).parameters
+    assert list(params) == ["dialect", "cache", "cache_max", "cache_sweep_to"], list(params)
