@@ -793,10 +793,10 @@ def test_non_local_inputs_are_listed_and_counted_through_hadoop(spark, tmp_path:
     (msgs / "part-00000.parquet").rename(msgs / "old" / "part-0.parquet")
     (msgs / "old" / "_tmp" / "README").write_text("skipped")
     (msgs / "_SUCCESS").write_text("")
-    local = inputs.check_input(str(msgs), "--messages", route._MESSAGE_COLUMNS)
+    local = inputs.check_input(str(msgs), "--messages", inputs.MESSAGE_COLUMNS)
     monkeypatch.setattr(inputs, "is_local", lambda path: False)
     store = sparkutil.Store(spark)
-    remote = inputs.check_input(f"file://{msgs}", "--messages", route._MESSAGE_COLUMNS, spark,
+    remote = inputs.check_input(f"file://{msgs}", "--messages", inputs.MESSAGE_COLUMNS, spark,
                                 store)
     assert remote.rows == local.rows == 400 and len(remote.files) == len(local.files) == 1
     assert remote.files[0].endswith("/old/part-0.parquet") and remote.folders == ("old",)
@@ -804,7 +804,7 @@ def test_non_local_inputs_are_listed_and_counted_through_hadoop(spark, tmp_path:
     assert "Hadoop" in remote.counted_by and "pyarrow" in local.counted_by
     (msgs / "README").write_text("not parquet")
     with pytest.raises(sparkutil.PipelineError) as err:
-        inputs.check_input(f"file://{msgs}", "--messages", route._MESSAGE_COLUMNS, spark, store)
+        inputs.check_input(f"file://{msgs}", "--messages", inputs.MESSAGE_COLUMNS, spark, store)
     assert "README" in str(err.value) and "\n" not in str(err.value)
 
 

@@ -18,8 +18,8 @@ from typing import Any
 
 from .sparkutil import PipelineError, Store, is_hidden, is_local, literal, local_path, read_parquet
 
-__all__ = ["MANIFEST", "Column", "InputFiles", "check_input", "choose_dialect", "input_dialect",
-           "read_input"]
+__all__ = ["MANIFEST", "MESSAGE_COLUMNS", "SUBSCRIPTION_COLUMNS", "Column", "InputFiles",
+           "check_input", "choose_dialect", "input_dialect", "read_input"]
 
 #: Files of a non-local input whose schema is checked one by one.
 MAX_SCHEMA_CHECKS = 64
@@ -36,6 +36,13 @@ class Column:
     name: str
     accepted: tuple[str, ...]
     cast: str
+
+
+#: The columns ``route`` reads of ``--subscriptions`` and of ``--messages``.
+SUBSCRIPTION_COLUMNS = (Column("pattern", ("string",), "string"),
+                        Column("subscriber", ("string",), "string"))
+MESSAGE_COLUMNS = (Column("message_id", ("bigint", "int", "smallint", "tinyint"), "bigint"),
+                   Column("topic", ("string",), "string"))
 
 
 @dataclass(frozen=True)
