@@ -957,3 +957,56 @@ def test_salt_spreads_a_hot_topic_with_the_same_outputs(spark, tmp_path: Path) -
                                               "deliveries"))]:
         a, b = _rows(plain / name, *cols), _rows(salted / name, *cols)
         assert sorted(a, key=repr) == sorted(b, key=repr), name
+
+
+def test_a_stale_crc_file_is_one_line_before_spark(spark, tmp_path: Path, monkeypatch,
+                                                   capsys) -> None:
+    """A Parquet file written by Spark has a Hadoop checksum beside it (``.NAME.crc``);
+    rewritten by a tool that leaves that checksum as it was, Hadoop refuses to read it
+    (ChecksumException, a Java traceback of some 280 lines, exit status 1). It is one line
+    naming the file, its checksum file and what to do, exit status 2, before Spark starts;
+    a checksum that matches is no error."""
+    import pyarrow.parquet as pq
+
+    from experiments.pipeline import inputs
+
+    wl = _workload(tmp_path / "wl")
+    msgs = tmp_path / "spark-written"
+    spark.read.parquet(str(wl / "messages")).coalesce(1).write.parquet(str(msgs))
+    (data,) = msgs.glob("part-*.parquet")
+    crc = msgs / f".{data.name}.crc"
+    assert crc.is_file()
+    assert inputs.check_input(str(msgs), "--messages", inputs.MESSAGE_COLUMNS).rows == 400
+    pq.write_table(pq.read_table(data).slice(0, 300), data)  # other bytes, the .crc left
+    _no_spark(monkeypatch)
+    rc = cli.main(["route", "--subscriptions", str(wl / "subscriptions"), "--messages",
+                   str(msgs), "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1, err
+    assert err[0].startswith(f"error: --messages {msgs}: {data} ") and str(crc) in err[0]
+    assert "delete" in err[0] and "rewrite" in err[0], err
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_file_that_goes_stale_during_the_run_is_one_line(spark, tmp_path: Path, monkeypatch,
+                                                           capsys) -> None:
+    """The same stale checksum met by Spark itself (the file changed after route checked it,
+    here: the check skipped) ends in one line naming the file, exit status 2, not a Java
+    traceback."""
+    import pyarrow.parquet as pq
+
+    from experiments.pipeline import inputs
+
+    wl = _workload(tmp_path / "wl")
+    msgs = tmp_path / "spark-written"
+    spark.read.parquet(str(wl / "messages")).coalesce(1).write.parquet(str(msgs))
+    (data,) = msgs.glob("part-*.parquet")
+    pq.write_table(pq.read_table(data).slice(0, 300), data)
+    monkeypatch.setattr(inputs, "_check_crc", lambda f, where: None)
+    rc = cli.main(["route", "--subscriptions", str(wl / "subscriptions"), "--messages",
+                   str(msgs), "--out", str(tmp_path / "o"), "--master", "local[2]"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2, err
+    assert err[-1].startswith(f"error: file:{data} does not match its Hadoop checksum file"), err
+    assert "Traceback" not in "\n".join(err)
+    assert not (tmp_path / "o").exists()

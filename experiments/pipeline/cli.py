@@ -403,7 +403,7 @@ def _aggregate(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     """Run the parsed pipeline command; return the exit status (errors are printed)."""
     handler: Callable[[argparse.Namespace], int] = args.pipeline_handler
-    from .sparkutil import PipelineError
+    from .sparkutil import PipelineError, checksum_error
 
     what = f"pipeline {args.pipeline_command}"
     problem = missing(what, NEEDS[args.pipeline_command])
@@ -424,6 +424,12 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         _err("interrupted")
         return 130
+    except Exception as exc:
+        stale = checksum_error(exc)  # a file changed after the checks (they find the rest)
+        if stale is None:
+            raise
+        _err(str(stale))
+        return 2
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -25,6 +25,7 @@ __all__ = [
     "PipelineError",
     "Store",
     "check_local_out",
+    "checksum_error",
     "is_hidden",
     "is_local",
     "java_problem",
@@ -45,6 +46,21 @@ JAVA_HINT = ("install a JDK 17 (e.g. `apt-get install openjdk-17-jre-headless`) 
 
 class PipelineError(Exception):
     """A problem the user can fix (bad argument, bad input); printed without a traceback."""
+
+
+_CHECKSUM = re.compile(r"org\.apache\.hadoop\.fs\.ChecksumException: Checksum error: (\S+) at (\d+)")
+
+
+def checksum_error(exc: BaseException) -> PipelineError | None:
+    """The one-line error for a Spark job that failed on Hadoop's ``ChecksumException`` (a
+    file that no longer matches its ``.crc``, changed after ``route`` checked it), or None
+    for any other failure."""
+    found = _CHECKSUM.search(str(exc))
+    if found is None:
+        return None
+    return PipelineError(f"{found[1]} does not match its Hadoop checksum file (from byte "
+                         f"{found[2]}), and Spark refused to read it: if the file is as it "
+                         "should be, delete the .crc file beside it; otherwise rewrite the file")
 
 
 def java_problem() -> str | None:
