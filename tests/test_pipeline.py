@@ -1010,3 +1010,26 @@ def test_a_file_that_goes_stale_during_the_run_is_one_line(spark, tmp_path: Path
     assert err[-1].startswith(f"error: file:{data} does not match its Hadoop checksum file"), err
     assert "Traceback" not in "\n".join(err)
     assert not (tmp_path / "o").exists()
+
+
+def test_duplicate_message_ids_are_counted_not_dropped(spark, tmp_path: Path) -> None:
+    """Rows are not deduplicated (documented): a message_id that occurs twice is routed twice.
+    The summary counts such rows (``duplicate_message_ids``: rows whose message_id an earlier
+    row has too) and one log line says so; a set without duplicates counts 0 and says nothing."""
+    import shutil
+
+    wl = _workload(tmp_path / "wl")
+    logged: list[str] = []
+    clean = _route(wl, tmp_path / "clean", logged.append)
+    assert clean["duplicate_message_ids"] == 0
+    assert not [line for line in logged if "message_id" in line and "more than once" in line]
+    msgs = tmp_path / "twice"
+    shutil.copytree(wl / "messages", msgs / "a")
+    shutil.copytree(wl / "messages", msgs / "b")
+    logged.clear()
+    summary = _route(wl, tmp_path / "out", logged.append, messages=msgs)
+    assert summary["messages_in"] == 800
+    assert summary["duplicate_message_ids"] == 400
+    assert summary["deliveries"] == 2 * clean["deliveries"]  # routed twice, not deduplicated
+    said = [line for line in logged if "more than once" in line]
+    assert len(said) == 1 and "400" in said[0], logged

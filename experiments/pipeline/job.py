@@ -70,6 +70,14 @@ def route_into(spark: Any, store: Store, opts: RouteOptions, dialect: str,
     msgs = read_input(spark, msg_files, MESSAGE_COLUMNS)
     sub_rows = [(r[0], r[1]) for r in subs_df.collect()]
     messages_in = msg_files.rows  # by the footers: independent of what Spark reads
+    # Rows are not deduplicated: a message_id that occurs again is routed again. Counted (one
+    # aggregation over the message_id column) so that it is said, not silent.
+    ids = msgs.agg(F.count("message_id").alias("ids"),
+                   F.countDistinct("message_id").alias("distinct")).first()
+    duplicate_ids = ids["ids"] - ids["distinct"]
+    if duplicate_ids:
+        stages.log(f"    {duplicate_ids} messages repeat the message_id of an earlier one (a "
+                   "message_id more than once): each is routed, none dropped")
     max_words = opts.max_words
     if opts.matcher == "optimized_bitmap" and max_words is None:
         import re
@@ -171,6 +179,7 @@ def route_into(spark: Any, store: Store, opts: RouteOptions, dialect: str,
         "messages_routed": messages_routed,
         "messages_rejected": messages_rejected,
         "matcher_errors": matcher_errors,
+        "duplicate_message_ids": duplicate_ids,
         "deliveries": deliveries,
         "seconds": round(seconds, 3),
         "messages_per_second": round(messages_in / seconds, 1) if seconds else None,
