@@ -40,8 +40,8 @@ from .baseline import run_baseline
 from .inputs import MESSAGE_COLUMNS, SUBSCRIPTION_COLUMNS, InputFiles, read_input
 from .partitioning import HOT_SAMPLE, hot_topics, partition_messages
 from .sparkutil import Store, read_parquet
-from .summary import (Stages, build_info, fanout_figures, inprocess_rate, load_average,
-                      task_figures)
+from .summary import (Stages, build_info, fanout_figures, inprocess_rate, jvm_cpu_seconds,
+                      load_average, task_figures)
 
 if TYPE_CHECKING:
     from .route import RouteOptions
@@ -109,11 +109,14 @@ def route_into(spark: Any, store: Store, opts: RouteOptions, dialect: str,
     stages.start("route", f"routing {messages_in} messages in {partitions} partitions "
                           f"with {opts.matcher} ({opts.impl})")
     staging = f"{stage}/{STAGING}"
+    jvm0 = jvm_cpu_seconds(spark)
     if "spark.sql.maxConcurrentOutputFileWriters" not in dict(opts.conf):
         # One open file per kind and task instead of sorting the stream by kind.
         spark.conf.set("spark.sql.maxConcurrentOutputFileWriters", "4")
     routing.route_frame(spark, msgs, setup, opts.impl).write.partitionBy("kind").parquet(staging)
 
+    jvm1 = jvm_cpu_seconds(spark)
+    jvm_cpu = round(jvm1 - jvm0, 3) if jvm0 is not None and jvm1 is not None else None
     stages.start("figures", "moving deliveries, decoding rejections, fanout and top topics")
     parts = {name: f"{staging}/{name}" for name in store.children(staging)}
 
@@ -207,6 +210,7 @@ def route_into(spark: Any, store: Store, opts: RouteOptions, dialect: str,
         "stage_seconds": dict(stages.seconds),
         "load_average_1min": {"start": load_start, "end": load_average()},
         **task_figures(task_stats.value),
+        "route_stage_jvm_cpu_seconds": jvm_cpu if sc.master.startswith("local") else None,
         "fanout": fanout_figures(hist),
         "top_topics": [dict(zip(("rank", "topic", "fanout", "messages", "deliveries"), r))
                        for r in top_rows[:10]],

@@ -65,6 +65,7 @@ from __future__ import annotations
 
 import heapq
 import json
+import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -81,6 +82,7 @@ __all__ = [
     "FANOUT",
     "IMPLS",
     "MATCHER_ERROR",
+    "PHASES",
     "REJECTED",
     "STREAM_DDL",
     "TOPIC",
@@ -100,6 +102,12 @@ DELIVERY, REJECTED, FANOUT, TOPIC = 0, 1, 2, 3
 
 #: Prefix of the reason of a message the matcher failed on with an unexpected exception.
 MATCHER_ERROR = "matcher error: "
+
+#: The phases of a ``mapInArrow`` task's time (after its matcher): ``input`` waiting for and
+#: converting the input batches (``to_pylist``), ``lookup`` routing them (:meth:`Router.route`),
+#: ``arrow`` building the output batches, ``output`` handing them to Spark (serialising, and
+#: waiting while the JVM takes them: exploding and writing Parquet).
+PHASES = ("input", "lookup", "arrow", "output")
 
 #: The stream every adapter produces, as a Spark DDL string.
 STREAM_DDL = "kind tinyint, message_id bigint, subscribers array<string>"
@@ -330,18 +338,37 @@ def arrow_partition(setup: RouteSetup, batches: Iterator[Any]) -> Iterator[Any]:
             [pa.array(np.full(len(ids), kind, dtype=np.int8)), pa.array(ids, pa.int64()),
              lists], schema=schema)
 
+    cpu0, clock = time.process_time(), time.perf_counter
     if setup.matcher in matchers.NEEDS_TOPIC_SPACE:
         batches = list(batches)
         router, info = task_router(
             setup, (t for b in batches for t in b.column("topic").to_pylist()))
     else:
         router, info = task_router(setup)
-    for b in batches:
-        for group in stream_groups(router, b.column("message_id").to_pylist(),
-                                   b.column("topic").to_pylist()):
-            yield batch(group)
+    # Where the task's time goes (summary.json's tasks.phase_seconds): waiting for and
+    # converting input batches, routing them, building output batches, handing them over.
+    phases = dict.fromkeys(PHASES, 0.0)
+    batches = iter(batches)
+    while True:
+        t0 = clock()
+        b = next(batches, None)
+        if b is None:
+            break
+        ids, topics = b.column("message_id").to_pylist(), b.column("topic").to_pylist()
+        t1 = clock()
+        groups = list(stream_groups(router, ids, topics))
+        phases["input"] += t1 - t0
+        phases["lookup"] += clock() - t1
+        for group in groups:
+            t2 = clock()
+            out = batch(group)
+            t3 = clock()
+            yield out
+            phases["arrow"] += t3 - t2
+            phases["output"] += clock() - t3
     for group in figure_groups(router, setup.top, setup.split_topics):
         yield batch(group)
+    info.update(phases=phases, cpu_seconds=time.process_time() - cpu0)
     workercache.report_task(setup.stats, info, router.messages)
 
 

@@ -15,8 +15,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Stages", "build_info", "fanout_figures", "inprocess_rate", "load_average", "now",
-           "task_figures"]
+__all__ = ["Stages", "build_info", "fanout_figures", "inprocess_rate", "jvm_cpu_seconds",
+           "load_average", "now", "task_figures"]
 
 
 def now() -> str:
@@ -65,6 +65,18 @@ def load_average() -> float | None:
         return None
 
 
+def jvm_cpu_seconds(spark: Any) -> float | None:
+    """CPU seconds the driver's JVM has used so far (Linux ``/proc``; None elsewhere). In
+    local mode that JVM is also the executor: it reads, shuffles, explodes and writes."""
+    try:
+        pid = spark._jvm.java.lang.ProcessHandle.current().pid()
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except Exception:  # noqa: BLE001 - not Linux, a JVM elsewhere: not measured
+        return None
+
+
 def _percentile(hist: dict[int, int], q: float) -> int:
     total = sum(hist.values())
     if not total:
@@ -108,6 +120,7 @@ def task_figures(stats: list[dict[str, Any]]) -> dict[str, Any]:
     """The summary's ``matcher_builds`` and ``tasks`` sections from the routing tasks'
     reports (workercache.report_task): one per task attempt that finished."""
     builds = [s for s in stats if s["built"]]
+    timed = [s for s in stats if "phases" in s]
     return {
         "matcher_builds": {
             "tasks": len(stats),
@@ -127,10 +140,19 @@ def task_figures(stats: list[dict[str, Any]]) -> dict[str, Any]:
             "count": len(stats),
             "messages": _spread([s["messages"] for s in stats], 0),
             "seconds": _spread([s["seconds"] for s in stats]),
+            "phase_seconds": {k: round(sum(s["phases"][k] for s in timed), 3)
+                              for k in (timed[0]["phases"] if timed else ())},
+            "python_cpu_seconds": round(sum(s["cpu_seconds"] for s in timed), 3)
+                                  if timed else None,
             "executors": sorted({s["python"] for s in stats}),
             "packages": sorted({s["package"] for s in stats}),
             "how": "per routing task, from its Python worker: messages routed or rejected, "
-                   "seconds from its start (a build included) to its last row",
+                   "seconds from its start (a build included) to its last row; "
+                   "phase_seconds (--impl arrow): the tasks' wall seconds, summed, waiting for "
+                   "and converting input batches (input), routing (lookup), building output "
+                   "batches (arrow), handing them to the JVM, which explodes and writes them "
+                   "(output); python_cpu_seconds: the Python workers' CPU seconds in these "
+                   "tasks, builds included",
         },
     }
 
