@@ -418,10 +418,18 @@ def test_impls_and_matchers_produce_the_same_stream(spark, tmp_path: Path) -> No
     pairs, _, _ = routing.check_subscriptions(subs, "cstrie", "mqtt")
     df = read_parquet(spark, str(msgs_path)).repartition(3)
     seen = {}
+    id_pairs, names = routing.subscriber_ids(pairs)
     for name, impl in [("cstrie", i) for i in IMPLS] + [("locked_trie", "arrow"),
                                                         ("naive", "rdd"),
-                                                        ("inverted_bitmap", "pandas")]:
-        setup = routing.RouteSetup(spark.sparkContext.broadcast(pairs), name, "mqtt")
+                                                        ("inverted_bitmap", "pandas"),
+                                                        ("cstrie", "arrow ids"),
+                                                        ("locked_trie", "arrow ids"),
+                                                        ("inverted_bitmap", "arrow ids")]:
+        # "arrow ids": the matchers hold subscriber indices, Arrow turns them into names
+        ids = impl == "arrow ids"
+        setup = routing.RouteSetup(spark.sparkContext.broadcast(id_pairs if ids else pairs),
+                                   name, "mqtt", names=names if ids else None)
+        impl = impl.split()[0]
         rows = route_frame(spark, df, setup, impl).collect()
         deliveries = {(r.message_id, r.subscriber) for r in rows if r.kind == routing.DELIVERY}
         rejected = sorted((r.message_id is None, r.message_id, r.subscriber) for r in rows
@@ -430,8 +438,8 @@ def test_impls_and_matchers_produce_the_same_stream(spark, tmp_path: Path) -> No
         for r in rows:
             if r.kind == routing.FANOUT:
                 hist[r.message_id] = hist.get(r.message_id, 0) + int(r.subscriber)
-        seen[(name, impl)] = (deliveries, rejected, hist)
-    first = seen[("cstrie", "arrow")]
+        seen[(name, impl, ids)] = (deliveries, rejected, hist)
+    first = seen[("cstrie", "arrow", False)]
     assert len(first[0]) > 100 and len(first[1]) > 10
     for key, value in seen.items():
         assert value == first, key

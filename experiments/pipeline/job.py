@@ -105,9 +105,14 @@ def route_into(spark: Any, store: Store, opts: RouteOptions, dialect: str,
         stages.start("salt", "finding the hot topics (a sample of the messages)")
         hot = hot_topics(msgs, messages_in, partitions)
         stages.log(f"    hot topics: {', '.join(f'{t} ({s:.1%})' for t, s in hot.items()) or 'none'}")
-    setup = routing.RouteSetup(sc.broadcast(pairs), opts.matcher, dialect, max_words,
+    names = None
+    broadcast: Any = pairs
+    if opts.impl == "arrow":  # the workers' matchers hold indices; Arrow turns them into names
+        broadcast, names = routing.subscriber_ids(pairs)
+        names = sc.broadcast(names)
+    setup = routing.RouteSetup(sc.broadcast(broadcast), opts.matcher, dialect, max_words,
                                opts.top, cache_key=uuid.uuid4().hex, stats=task_stats,
-                               split_topics=frozenset(hot))
+                               split_topics=frozenset(hot), names=names)
     msgs_in, msgs = msgs, partition_messages(msgs, partitions, hot)
 
     stages.start("route", f"routing {messages_in} messages in {partitions} partitions "

@@ -66,7 +66,7 @@ from __future__ import annotations
 import heapq
 import json
 import time
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import partial
@@ -94,7 +94,9 @@ __all__ = [
     "rdd_partition",
     "route_frame",
     "figure_groups",
+    "names_array",
     "stream_groups",
+    "subscriber_ids",
     "task_router",
 ]
 
@@ -283,6 +285,12 @@ class RouteSetup:
     stats: Any = None
     #: Hot topics whose messages the job spread over several partitions (``--salt``).
     split_topics: frozenset[str] = frozenset()
+    #: The subscriber names (a Spark Broadcast of a list, or the list), when
+    #: ``subscriptions`` holds ``(pattern, index into names)`` (:func:`subscriber_ids`): the
+    #: matcher then returns indices, and :func:`arrow_partition` turns them into the names
+    #: in Arrow (``take``), with no Python string per delivery. None: ``subscriptions``
+    #: holds the names.
+    names: Any = None
 
     def pairs(self) -> list[tuple[str, str]]:
         subs = self.subscriptions
@@ -307,6 +315,36 @@ class RouteSetup:
             self.matcher, self.dialect, pairs, topic_space=space, max_words=self.max_words)))
 
 
+def subscriber_ids(pairs: list[tuple[str, str]]) -> tuple[list[tuple[str, int]], list[str]]:
+    """``pairs`` with each subscriber replaced by its index in the sorted distinct
+    subscriber names, and those names (see :attr:`RouteSetup.names`)."""
+    names = sorted({s for _, s in pairs})
+    index = {s: i for i, s in enumerate(names)}
+    return [(p, index[s]) for p, s in pairs], names
+
+
+#: Subscriber names as Arrow arrays, by job (:attr:`RouteSetup.cache_key`), newest last: at
+#: most two, as :data:`workercache.BUILT` keeps.
+_NAMES: OrderedDict[str, Any] = OrderedDict()
+
+
+def names_array(setup: RouteSetup) -> Any:
+    """:attr:`RouteSetup.names` as a pyarrow string array, made once per Python worker and
+    job."""
+    import pyarrow as pa
+
+    key = setup.cache_key
+    arr = _NAMES.get(key) if key is not None else None
+    if arr is None:
+        names = setup.names
+        arr = pa.array(names.value if hasattr(names, "value") else names, pa.string())
+        if key is not None:
+            _NAMES[key] = arr
+            while len(_NAMES) > workercache.BUILT_SIZE:
+                _NAMES.popitem(last=False)
+    return arr
+
+
 def task_router(setup: RouteSetup, topics_seen: Iterable[Any] = ()) -> tuple[Router, dict]:
     """The Router of one task and what its matcher cost (see
     :func:`workercache.kept_matcher`): the matcher this Python worker built for the same
@@ -314,7 +352,8 @@ def task_router(setup: RouteSetup, topics_seen: Iterable[Any] = ()) -> tuple[Rou
     over the partition's own topics, always)."""
     key = None
     if setup.cache_key is not None and setup.matcher not in matchers.NEEDS_TOPIC_SPACE:
-        key = (setup.cache_key, setup.matcher, setup.dialect, setup.max_words)
+        key = (setup.cache_key, setup.matcher, setup.dialect, setup.max_words,
+               setup.names is not None)
     matcher, info = workercache.kept_matcher(key, lambda: setup.router(topics_seen).matcher)
     return Router(matcher), info
 
@@ -330,10 +369,15 @@ def arrow_partition(setup: RouteSetup, batches: Iterator[Any]) -> Iterator[Any]:
     schema = pa.schema([("kind", pa.int8()), ("message_id", pa.int64()),
                         ("subscribers", pa.list_(pa.string()))])
 
+    names = None if setup.names is None else names_array(setup)
+
     def batch(group: Group) -> Any:
         kind, ids, offsets, values = group
-        lists = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()),
-                                         pa.array(values, pa.string()))
+        if kind == DELIVERY and names is not None:  # indices into names: no str per delivery
+            subs = names.take(pa.array(values, pa.int32()))
+        else:
+            subs = pa.array(values, pa.string())
+        lists = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), subs)
         return pa.RecordBatch.from_arrays(
             [pa.array(np.full(len(ids), kind, dtype=np.int8)), pa.array(ids, pa.int64()),
              lists], schema=schema)
