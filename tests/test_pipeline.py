@@ -137,6 +137,7 @@ def test_cli_choices_match_the_modules() -> None:
 
     assert cli._MATCHERS == tuple(matchers.MATCHERS)
     assert cli._IMPLS == route.IMPLS
+    assert cli._DELIVERIES == route.DELIVERIES
 
 
 # --- generate (no Spark) --------------------------------------------------------------------
@@ -569,6 +570,14 @@ def _route(wl: Path, out: Path, log=lambda _: None, **kwargs) -> dict:
         subscriptions=str(wl / "subscriptions"), messages=str(kwargs.pop("messages", None)
                                                               or wl / "messages"),
         out=str(out), master="local[2]", conf=SPARK_CONF, partitions=2, **kwargs), log=log)
+
+
+def _route_paths(subs: Path, msgs: Path, out: Path, **kwargs) -> dict:
+    from experiments.pipeline.route import RouteOptions, run_route
+
+    return run_route(RouteOptions(subscriptions=str(subs), messages=str(msgs), out=str(out),
+                                  master="local[2]", conf=SPARK_CONF, partitions=2, **kwargs),
+                     log=lambda _: None)
 
 
 def _leftovers(out: Path) -> list[str]:
@@ -1041,3 +1050,37 @@ def test_duplicate_message_ids_are_counted_not_dropped(spark, tmp_path: Path) ->
     assert summary["deliveries"] == 2 * clean["deliveries"]  # routed twice, not deduplicated
     said = [line for line in logged if "more than once" in line]
     assert len(said) == 1 and "400" in said[0], logged
+
+
+def test_deliveries_as_ids_hold_the_same_deliveries(spark, tmp_path: Path) -> None:
+    """``--deliveries ids``: one row per message with its subscribers' ids, and
+    ``subscribers/`` mapping each id to its name; decoded, the same deliveries as the rows
+    form, and the same rejections (a non-ASCII topic and reason included), fanout and top
+    topics, through the UTF-8 bytes the small kinds travel as."""
+    import pyarrow.parquet as pq
+
+    subs_path, msgs_path, _, _ = _dataset(tmp_path, Dialect.AMQP, seed=4)
+    extra = msgs_path / "unicode.parquet"
+    _write_parquet(extra, {"message_id": [10**7, 10**7 + 1], "topic": ["caf\u00e9.b", "caf\u00e9..\u00fc"]},
+                   {"message_id": "int64", "topic": "string"})
+    runs = {}
+    for form in ("rows", "ids"):
+        runs[form] = _route_paths(subs_path, msgs_path, tmp_path / form, deliveries=form,
+                                  dialect="amqp")
+    rows, ids = runs["rows"], runs["ids"]
+    assert ids["deliveries_form"] == "ids" and rows["deliveries_form"] == "rows"
+    for key in ("messages_in", "messages_routed", "messages_rejected", "deliveries", "fanout",
+                "top_topics"):
+        assert ids[key] == rows[key], key
+    names = dict(_rows(tmp_path / "ids" / "subscribers", "subscriber_id", "subscriber"))
+    table = pq.read_table(tmp_path / "ids" / "deliveries")
+    assert table.schema.names == ["message_id", "subscriber_ids"]
+    decoded = {(m, names[i]) for m, got in _rows(tmp_path / "ids" / "deliveries", "message_id",
+                                                 "subscriber_ids") for i in got}
+    assert decoded == set(_rows(tmp_path / "rows" / "deliveries", "message_id", "subscriber"))
+    assert len(decoded) == rows["deliveries"] > 100
+    rejected = sorted(_rows(tmp_path / "rows" / "rejected", "message_id", "topic", "reason"),
+                      key=repr)
+    assert sorted(_rows(tmp_path / "ids" / "rejected", "message_id", "topic", "reason"),
+                  key=repr) == rejected
+    assert any(t == "caf\u00e9..\u00fc" for _, t, _ in rejected)

@@ -53,7 +53,7 @@ def run_baseline(spark: Any, store: Store, msgs: Any, setup: routing.RouteSetup,
     base = base.repartition(partitions, "topic").persist(StorageLevel.MEMORY_AND_DISK)
     # The timed twin builds its matcher in every task, as before the workers kept theirs:
     # its time stays comparable with the regex side and with earlier runs.
-    setup = replace(setup, cache_key=None, stats=None)
+    setup = replace(setup, cache_key=None, stats=None, deliveries="rows")  # names, compared
     n = base.count()  # materialised before either timing starts
     folder = f"{out}/baseline"
 

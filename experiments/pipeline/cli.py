@@ -37,6 +37,7 @@ _DIALECTS = ("nats", "amqp", "mqtt")
 _MATCHERS = ("cstrie", "locked_trie", "locked_trie_nocache", "naive", "inverted_bitmap",
              "optimized_bitmap")  # == matchers.MATCHERS (checked by the tests)
 _IMPLS = ("arrow", "pandas", "rdd")  # == route.IMPLS
+_DELIVERIES = ("rows", "ids")  # == route.DELIVERIES
 #: The modules of the pipeline extra each command imports (checked before it starts).
 NEEDS = {"generate": ("numpy", "pyarrow"), "route": ("pyspark", "pyarrow", "numpy"),
          "aggregate": ("pandas", "pyarrow", "numpy")}
@@ -240,6 +241,11 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
     r.add_argument("--impl", choices=_IMPLS, default=None,
                    help="how partitions are routed: mapInArrow, mapInPandas or RDD "
                         "mapPartitions (default: arrow, the fastest measured)")
+    r.add_argument("--deliveries", choices=_DELIVERIES, default="rows",
+                   help="rows: deliveries/ holds one row (message_id, subscriber) per delivery "
+                        "(the default); ids: one row per message with deliveries, "
+                        "(message_id, subscriber_ids array<int>), and subscribers/ maps "
+                        "subscriber_id to the name: far less to write (needs --impl arrow)")
     r.add_argument("--partitions", type=_positive, default=None, metavar="N",
                    help="partitions to route in (default: the input's, at least "
                         "spark.default.parallelism)")
@@ -361,7 +367,7 @@ def _route(args: argparse.Namespace) -> int:
         impl=args.impl or DEFAULT_IMPL, partitions=args.partitions, baseline=args.baseline,
         baseline_limit=args.baseline_limit, top=args.top, inprocess=args.inprocess,
         max_words=args.max_words, overwrite=args.overwrite, salt=args.salt,
-        executor_python=args.executor_python, argv=list(sys.argv))
+        executor_python=args.executor_python, deliveries=args.deliveries, argv=list(sys.argv))
     summary = run_route(opts)
     keys = ("messages_in", "messages_routed", "messages_rejected", "deliveries", "seconds",
             "messages_per_second", "matcher", "dialect", "impl", "partitions")

@@ -112,11 +112,12 @@ def route_into(spark: Any, store: Store, opts: RouteOptions, dialect: str,
         names = sc.broadcast(names)
     setup = routing.RouteSetup(sc.broadcast(broadcast), opts.matcher, dialect, max_words,
                                opts.top, cache_key=uuid.uuid4().hex, stats=task_stats,
-                               split_topics=frozenset(hot), names=names)
+                               split_topics=frozenset(hot), names=names,
+                               deliveries=opts.deliveries)
     msgs_in, msgs = msgs, partition_messages(msgs, partitions, hot)
 
     stages.start("route", f"routing {messages_in} messages in {partitions} partitions "
-                          f"with {opts.matcher} ({opts.impl})")
+                          f"with {opts.matcher} ({opts.impl}, deliveries as {opts.deliveries})")
     staging = f"{stage}/{STAGING}"
     jvm0 = jvm_cpu_seconds(spark)
     if "spark.sql.maxConcurrentOutputFileWriters" not in dict(opts.conf):
@@ -129,16 +130,33 @@ def route_into(spark: Any, store: Store, opts: RouteOptions, dialect: str,
     stages.start("figures", "moving deliveries, decoding rejections, fanout and top topics")
     parts = {name: f"{staging}/{name}" for name in store.children(staging)}
 
+    ids_form = opts.deliveries == "ids"
+
     def kind_df(kind: int) -> Any | None:
         path = parts.get(f"kind={kind}")
-        return read_parquet(spark, path) if path else None
+        if not path:
+            return None
+        df = read_parquet(spark, path)
+        if ids_form:  # (message_id, subscriber) as in rows: the value from its UTF-8 bytes
+            df = df.select("message_id", F.expr(
+                "decode(unhex(concat_ws('', transform(subscriber_ids, "
+                "b -> lpad(hex(b), 2, '0')))), 'UTF-8')").alias("subscriber"))
+        return df
 
     if f"kind={routing.DELIVERY}" in parts:
         store.rename(parts[f"kind={routing.DELIVERY}"], f"{stage}/deliveries")
         store.write_text(f"{stage}/deliveries/_SUCCESS", "")
     else:
-        spark.createDataFrame([], "message_id bigint, subscriber string") \
+        spark.createDataFrame([], "message_id bigint, subscriber_ids array<int>" if ids_form
+                              else "message_id bigint, subscriber string") \
             .write.parquet(f"{stage}/deliveries")
+    if ids_form:  # what subscriber_ids mean
+        import pyarrow as pa
+
+        spark.createDataFrame(pa.table({
+            "subscriber_id": pa.array(range(len(names.value)), pa.int32()),
+            "subscriber": pa.array(names.value, pa.string())})).coalesce(1) \
+            .write.parquet(f"{stage}/subscribers")
     rej = kind_df(routing.REJECTED)
     if rej is None:
         rej = spark.createDataFrame([], "message_id bigint, subscriber string")
@@ -162,7 +180,12 @@ def route_into(spark: Any, store: Store, opts: RouteOptions, dialect: str,
         per_topic.setdefault(topic, [int(fanout), 0])[1] += row["message_id"]
     top = sorted(((topic, f, n, f * n) for topic, (f, n) in per_topic.items()),
                  key=lambda r: (-r[3], r[0]))[:opts.top]
-    deliveries = read_parquet(spark, f"{stage}/deliveries").count()
+    deliveries = (store.parquet_elements(f"{stage}/deliveries", "subscriber_ids") if ids_form
+                  else None)  # by the footers: reading the arrays took as long as routing
+    if deliveries is None:
+        delivered = read_parquet(spark, f"{stage}/deliveries")
+        deliveries = (delivered.agg(F.sum(F.size("subscriber_ids"))).first()[0] or 0
+                      if ids_form else delivered.count())
     messages_routed = sum(hist.values())
     store.delete(staging)
 
@@ -206,6 +229,7 @@ def route_into(spark: Any, store: Store, opts: RouteOptions, dialect: str,
         "executor_python": sc.pythonExec,  # what PySpark gives its Python workers
         "conf": dict(opts.conf),
         "impl": opts.impl,
+        "deliveries_form": opts.deliveries,
         "partitions": partitions,
         "salt": {"hot_topics": hot,
                  "how": f"topics estimated (from a sample of about {HOT_SAMPLE:,} messages) "
@@ -230,7 +254,7 @@ def route_into(spark: Any, store: Store, opts: RouteOptions, dialect: str,
             for inp in (sub_files, msg_files)},
         "outputs": {name: f"{out}/{name}" for name in
                     ("deliveries", "rejected", "rejected_subscriptions", "fanout/histogram",
-                     "fanout/top_topics")},
+                     "fanout/top_topics") + ("subscribers",) * ids_form},
     }
     if matcher_errors:
         stages.log(f"WARNING: {matcher_errors} messages failed inside the matcher (reason "

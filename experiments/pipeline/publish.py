@@ -22,8 +22,8 @@ __all__ = ["OUTPUTS", "check_out", "publish_target", "staged_run"]
 
 #: Entries of ``--out`` that a run writes: an ``--out`` holding anything else is not
 #: replaced (``_routing`` stands here for the runs that wrote it into ``--out``).
-OUTPUTS = ("deliveries", "rejected", "rejected_subscriptions", "fanout", "baseline",
-           "summary.json", "_SUCCESS", "_routing")
+OUTPUTS = ("deliveries", "subscribers", "rejected", "rejected_subscriptions", "fanout",
+           "baseline", "summary.json", "_SUCCESS", "_routing")
 
 #: The stream is written here, partitioned by kind, then turned into the outputs.
 STAGING = "_routing"

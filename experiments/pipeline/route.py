@@ -44,13 +44,13 @@ from .inputs import (MESSAGE_COLUMNS, SUBSCRIPTION_COLUMNS, InputFiles, check_in
 from .job import route_into
 from .partitioning import HOT_SAMPLE, hot_topics, partition_messages
 from .publish import OUTPUTS, publish_target, staged_run
-from .routing import DEFAULT_IMPL, IMPLS, route_frame
+from .routing import DEFAULT_IMPL, DELIVERIES, IMPLS, route_frame
 from .sparkutil import (PipelineError, Store, check_local_out, is_local, java_problem, session,
                         under_spark_submit)
 from .summary import Stages, now
 
-__all__ = ["DEFAULT_IMPL", "HOT_SAMPLE", "IMPLS", "OUTPUTS", "RouteOptions", "hot_topics",
-           "partition_messages", "route_frame", "run_route"]
+__all__ = ["DEFAULT_IMPL", "DELIVERIES", "HOT_SAMPLE", "IMPLS", "OUTPUTS", "RouteOptions",
+           "hot_topics", "partition_messages", "route_frame", "run_route"]
 
 
 @dataclass
@@ -77,6 +77,8 @@ class RouteOptions:
     max_words: int | None = None
     overwrite: bool = False
     salt: bool = False  # spread hot topics over all partitions (else: one partition a topic)
+    #: ``rows``: one row per delivery; ``ids``: one per message, subscriber indices (--impl arrow)
+    deliveries: str = "rows"
     argv: list[str] = field(default_factory=list)
 
 
@@ -104,6 +106,11 @@ def run_route(opts: RouteOptions, log: Callable[[str], None] | None = None) -> d
                             f"{', '.join(matchers.MATCHERS)}")
     if opts.impl not in IMPLS:
         raise PipelineError(f"--impl {opts.impl!r}: choose from {', '.join(IMPLS)}")
+    if opts.deliveries not in DELIVERIES:
+        raise PipelineError(f"--deliveries {opts.deliveries!r}: choose from "
+                            f"{', '.join(DELIVERIES)}")
+    if opts.deliveries == "ids" and opts.impl != "arrow":
+        raise PipelineError(f"--deliveries ids needs --impl arrow, not {opts.impl}")
     # Whatever is local is checked now, not after Spark's start-up (seconds).
     inputs = ((opts.subscriptions, "--subscriptions", SUBSCRIPTION_COLUMNS),
               (opts.messages, "--messages", MESSAGE_COLUMNS))

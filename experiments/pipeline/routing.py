@@ -78,8 +78,10 @@ from . import matchers, workercache
 
 __all__ = [
     "DEFAULT_IMPL",
+    "DELIVERIES",
     "DELIVERY",
     "FANOUT",
+    "IDS_STREAM_DDL",
     "IMPLS",
     "MATCHER_ERROR",
     "PHASES",
@@ -113,6 +115,14 @@ PHASES = ("input", "lookup", "arrow", "output")
 
 #: The stream every adapter produces, as a Spark DDL string.
 STREAM_DDL = "kind tinyint, message_id bigint, subscribers array<string>"
+
+#: The stream of ``route --deliveries ids`` (mapInArrow only): a delivery row's array holds its
+#: subscribers' indices into :attr:`RouteSetup.names`; a row of the other kinds holds the
+#: UTF-8 bytes of the one value it would carry as a string.
+IDS_STREAM_DDL = "kind tinyint, message_id bigint, subscriber_ids array<int>"
+
+#: ``route --deliveries`` forms (see :attr:`RouteSetup.deliveries`).
+DELIVERIES = ("rows", "ids")
 
 
 def check_subscriptions(rows: Iterable[tuple[Any, Any]], matcher: str, dialect: str,
@@ -291,6 +301,9 @@ class RouteSetup:
     #: in Arrow (``take``), with no Python string per delivery. None: ``subscriptions``
     #: holds the names.
     names: Any = None
+    #: The output form (``route --deliveries``): ``rows``, the stream of :data:`STREAM_DDL`;
+    #: ``ids`` (mapInArrow with ``names`` only), that of :data:`IDS_STREAM_DDL`.
+    deliveries: str = "rows"
 
     def pairs(self) -> list[tuple[str, str]]:
         subs = self.subscriptions
@@ -366,15 +379,23 @@ def arrow_partition(setup: RouteSetup, batches: Iterator[Any]) -> Iterator[Any]:
     import numpy as np
     import pyarrow as pa
 
+    ids_form = setup.deliveries == "ids"
     schema = pa.schema([("kind", pa.int8()), ("message_id", pa.int64()),
+                        ("subscriber_ids", pa.list_(pa.int32())) if ids_form else
                         ("subscribers", pa.list_(pa.string()))])
 
     names = None if setup.names is None else names_array(setup)
 
     def batch(group: Group) -> Any:
         kind, ids, offsets, values = group
-        if kind == DELIVERY and names is not None:  # indices into names: no str per delivery
+        if kind == DELIVERY and ids_form:
+            subs = pa.array(values, pa.int32())
+        elif kind == DELIVERY and names is not None:  # no Python str per delivery
             subs = names.take(pa.array(values, pa.int32()))
+        elif ids_form:  # one row per value, its array the value's UTF-8 bytes
+            data = [v.encode("utf-8") for v in values]
+            offsets = np.cumsum([0] + [len(d) for d in data])
+            subs = pa.array(np.frombuffer(b"".join(data), dtype=np.uint8).astype(np.int32))
         else:
             subs = pa.array(values, pa.string())
         lists = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), subs)
@@ -507,9 +528,14 @@ DEFAULT_IMPL = "arrow"
 
 def route_frame(spark: Any, messages: Any, setup: RouteSetup, impl: str) -> Any:
     """Rows ``(kind, message_id, subscriber)`` of routing ``messages`` with ``impl``: the
-    stream of :data:`STREAM_DDL` with its subscriber arrays exploded."""
+    stream of :data:`STREAM_DDL` with its subscriber arrays exploded; with ``deliveries``
+    ``ids``, the stream of :data:`IDS_STREAM_DDL` as it is."""
     from pyspark.sql import functions as F
 
+    if setup.deliveries == "ids":  # one row per message: nothing to explode
+        if impl != "arrow" or setup.names is None:
+            raise ValueError("deliveries 'ids' needs impl 'arrow' and subscriber names")
+        return messages.mapInArrow(partial(arrow_partition, setup), IDS_STREAM_DDL)
     if impl == "arrow":
         stream = messages.mapInArrow(partial(arrow_partition, setup), STREAM_DDL)
     elif impl == "pandas":

@@ -243,6 +243,29 @@ class Store:
         finally:
             reader.close()
 
+    def parquet_elements(self, path: str, column: str) -> int | None:
+        """The elements of list column ``column`` in the Parquet files of folder ``path``,
+        by their footers: each leaf column chunk's values less its nulls (an empty or null
+        list is one null there). None if a chunk has no null count."""
+        jvm = self._jvm
+        total = 0
+        for f in self.files(path)[0]:
+            _, p = self._fs(f)
+            reader = jvm.org.apache.parquet.hadoop.ParquetFileReader.open(
+                jvm.org.apache.parquet.hadoop.util.HadoopInputFile.fromPath(p, self._conf))
+            try:
+                for block in reader.getFooter().getBlocks():
+                    for chunk in block.getColumns():
+                        if chunk.getPath().toArray()[0] != column:
+                            continue
+                        stats = chunk.getStatistics()
+                        if stats is None or not stats.isNumNullsSet():
+                            return None
+                        total += int(chunk.getValueCount()) - int(stats.getNumNulls())
+            finally:
+                reader.close()
+        return total
+
     def delete(self, path: str) -> None:
         fs, p = self._fs(path)
         if fs.exists(p):
