@@ -834,7 +834,7 @@ _PROBE = '''
 import os
 _log = os.environ.get("CSTRIE_PROBE_LOG")
 if _log:
-    from experiments.pipeline import matchers as _m, routing as _r
+    from experiments.pipeline import adapters as _r, matchers as _m
 
     def _note(what):
         with open(_log, "a") as fh:

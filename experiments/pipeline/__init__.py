@@ -9,8 +9,8 @@ experiments pipeline ...``); see ``README.md`` beside this file. Modules:
 ``route``         the ``route`` command: its options, the checks before Spark, the run
 ``inputs``        which files an input is, their checks and row counts; the recorded dialect
 ``partitioning``  messages partitioned by topic; ``--salt`` spreads the hot topics
-``routing``       per-partition routing (pure Python core, mapInArrow/mapInPandas/RDD, the
-                  ``--impl`` frame)
+``routing``       per-partition routing: the pure Python core, the stream it produces
+``adapters``      the core in Spark: mapInArrow/mapInPandas/RDD (``--impl``), the frame
 ``job``           the Spark job of ``route``: route, write and decode outputs, reconcile,
                   the summary's contents
 ``baseline``      the regex baseline (cross join + ``RLIKE``) beside the matcher, compared

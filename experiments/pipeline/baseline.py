@@ -8,7 +8,7 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from . import regex, routing
+from . import adapters, regex, routing
 from .sparkutil import Store, read_parquet
 from .summary import Stages
 
@@ -58,7 +58,7 @@ def run_baseline(spark: Any, store: Store, msgs: Any, setup: routing.RouteSetup,
     folder = f"{out}/baseline"
 
     t0 = time.perf_counter()
-    (routing.route_frame(spark, base, setup, opts.impl)
+    (adapters.route_frame(spark, base, setup, opts.impl)
      .where(F.col("kind") == routing.DELIVERY)
      .select("message_id", "subscriber").write.parquet(f"{folder}/matcher_deliveries"))
     matcher_seconds = time.perf_counter() - t0

@@ -35,7 +35,7 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from . import matchers, regex, routing, workercache
+from . import adapters, matchers, regex, routing, workercache
 from .baseline import run_baseline
 from .inputs import MESSAGE_COLUMNS, SUBSCRIPTION_COLUMNS, InputFiles, read_input
 from .partitioning import HOT_SAMPLE, hot_topics, partition_messages
@@ -123,7 +123,7 @@ def route_into(spark: Any, store: Store, opts: RouteOptions, dialect: str,
     if "spark.sql.maxConcurrentOutputFileWriters" not in dict(opts.conf):
         # One open file per kind and task instead of sorting the stream by kind.
         spark.conf.set("spark.sql.maxConcurrentOutputFileWriters", "4")
-    routing.route_frame(spark, msgs, setup, opts.impl).write.partitionBy("kind").parquet(staging)
+    adapters.route_frame(spark, msgs, setup, opts.impl).write.partitionBy("kind").parquet(staging)
 
     jvm1 = jvm_cpu_seconds(spark)
     jvm_cpu = round(jvm1 - jvm0, 3) if jvm0 is not None and jvm1 is not None else None

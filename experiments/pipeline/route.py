@@ -24,7 +24,8 @@ Outputs under ``--out`` (all Parquet folders written by Spark, except ``summary.
 The command is made of these modules, one step each: :mod:`~experiments.pipeline.inputs`
 (which files an input is, checked and counted before Spark starts),
 :mod:`~experiments.pipeline.partitioning` (messages by topic, ``--salt``),
-:mod:`~experiments.pipeline.routing` (the per-partition routing and ``--impl``),
+:mod:`~experiments.pipeline.routing` (the per-partition routing),
+:mod:`~experiments.pipeline.adapters` (its Spark adapters, ``--impl``, ``--deliveries``),
 :mod:`~experiments.pipeline.job` (the Spark job: route, write, decode, reconcile; how the work
 is done and what it costs), :mod:`~experiments.pipeline.baseline` (``--baseline regex``),
 :mod:`~experiments.pipeline.summary` (the summary's figures and stage timings) and
@@ -44,7 +45,8 @@ from .inputs import (MESSAGE_COLUMNS, SUBSCRIPTION_COLUMNS, InputFiles, check_in
 from .job import route_into
 from .partitioning import HOT_SAMPLE, hot_topics, partition_messages
 from .publish import OUTPUTS, publish_target, staged_run
-from .routing import DEFAULT_IMPL, DELIVERIES, IMPLS, route_frame
+from .adapters import DEFAULT_IMPL, IMPLS, route_frame
+from .routing import DELIVERIES
 from .sparkutil import (PipelineError, Store, check_local_out, is_local, java_problem, session,
                         under_spark_submit)
 from .summary import Stages, now
@@ -89,8 +91,8 @@ def run_route(opts: RouteOptions, log: Callable[[str], None] | None = None) -> d
     replace it as a whole: the run is written into a staging folder beside ``--out``
     (``<out>.incomplete-<time>-<pid>``), reconciled there, given its ``summary.json``, and
     only then swapped in (:mod:`experiments.pipeline.publish`); ``<out>/_SUCCESS`` is
-    written after that, last. A run that fails or is interrupted deletes its staging folder and leaves
-    ``--out`` as it was.
+    written after that, last. A run that fails or is interrupted deletes its staging folder
+    and leaves ``--out`` as it was.
 
     Raises :class:`PipelineError` for bad arguments or inputs, and ``RuntimeError`` if the
     figures do not reconcile (nothing is published then).

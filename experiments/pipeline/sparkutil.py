@@ -48,7 +48,8 @@ class PipelineError(Exception):
     """A problem the user can fix (bad argument, bad input); printed without a traceback."""
 
 
-_CHECKSUM = re.compile(r"org\.apache\.hadoop\.fs\.ChecksumException: Checksum error: (\S+) at (\d+)")
+_CHECKSUM = re.compile(
+    r"org\.apache\.hadoop\.fs\.ChecksumException: Checksum error: (\S+) at (\d+)")
 
 
 def checksum_error(exc: BaseException) -> PipelineError | None:
