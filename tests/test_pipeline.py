@@ -905,6 +905,9 @@ def test_matcher_is_built_once_per_python_worker_not_per_task(spark, tmp_path: P
     assert report["reused"] == 8 - len(builds)
     assert report["worker_processes"] == len(workers)
     assert report["build_seconds"]["max"] > 0 and report["rss_mb"]["max"] > 0, report
+    tasks = json.loads((out / "summary.json").read_text())["tasks"]
+    assert set(tasks["phase_seconds"]) == {"input", "lookup", "arrow", "output"}, tasks
+    assert tasks["phase_seconds"]["lookup"] > 0 and tasks["python_cpu_seconds"] > 0, tasks
 
 
 # --- hot topics: --salt spreads them, the figures stay exact ---------------------------------
