@@ -118,8 +118,9 @@ publish: venv
 # SIZE=full adds the scale run: 1,000,000 subscriptions and 1,000,000 messages in 8
 # partitions (each Python worker builds the matcher once; summary.json's matcher_builds has
 # the build's seconds and memory). At this size the default workload's mean fanout is 721,
-# so the run writes 721 million deliveries (2.6 GB); it took 11 minutes here: see
-# experiments/pipeline/README.md ("Memory, and a run at 1,000,000 subscriptions").
+# so the run writes 721 million deliveries (2.6 GB); it took 4.1-4.5 minutes here at load
+# 2.2-2.7 (11 at load 6.3; route --deliveries ids, which this target does not run: 2.2-2.3
+# minutes): see experiments/pipeline/README.md ("Memory, and a run at 1,000,000 subscriptions").
 PIPELINE_MESSAGES_quick := 100000
 PIPELINE_MESSAGES_full  := 1000000
 PIPELINE_BASELINE_quick := 5000

@@ -137,6 +137,7 @@ def test_cli_choices_match_the_modules() -> None:
 
     assert cli._MATCHERS == tuple(matchers.MATCHERS)
     assert cli._IMPLS == route.IMPLS
+    assert cli._DELIVERIES == route.DELIVERIES
 
 
 # --- generate (no Spark) --------------------------------------------------------------------
@@ -418,10 +419,18 @@ def test_impls_and_matchers_produce_the_same_stream(spark, tmp_path: Path) -> No
     pairs, _, _ = routing.check_subscriptions(subs, "cstrie", "mqtt")
     df = read_parquet(spark, str(msgs_path)).repartition(3)
     seen = {}
+    id_pairs, names = routing.subscriber_ids(pairs)
     for name, impl in [("cstrie", i) for i in IMPLS] + [("locked_trie", "arrow"),
                                                         ("naive", "rdd"),
-                                                        ("inverted_bitmap", "pandas")]:
-        setup = routing.RouteSetup(spark.sparkContext.broadcast(pairs), name, "mqtt")
+                                                        ("inverted_bitmap", "pandas"),
+                                                        ("cstrie", "arrow ids"),
+                                                        ("locked_trie", "arrow ids"),
+                                                        ("inverted_bitmap", "arrow ids")]:
+        # "arrow ids": the matchers hold subscriber indices, Arrow turns them into names
+        ids = impl == "arrow ids"
+        setup = routing.RouteSetup(spark.sparkContext.broadcast(id_pairs if ids else pairs),
+                                   name, "mqtt", names=names if ids else None)
+        impl = impl.split()[0]
         rows = route_frame(spark, df, setup, impl).collect()
         deliveries = {(r.message_id, r.subscriber) for r in rows if r.kind == routing.DELIVERY}
         rejected = sorted((r.message_id is None, r.message_id, r.subscriber) for r in rows
@@ -430,8 +439,8 @@ def test_impls_and_matchers_produce_the_same_stream(spark, tmp_path: Path) -> No
         for r in rows:
             if r.kind == routing.FANOUT:
                 hist[r.message_id] = hist.get(r.message_id, 0) + int(r.subscriber)
-        seen[(name, impl)] = (deliveries, rejected, hist)
-    first = seen[("cstrie", "arrow")]
+        seen[(name, impl, ids)] = (deliveries, rejected, hist)
+    first = seen[("cstrie", "arrow", False)]
     assert len(first[0]) > 100 and len(first[1]) > 10
     for key, value in seen.items():
         assert value == first, key
@@ -561,6 +570,14 @@ def _route(wl: Path, out: Path, log=lambda _: None, **kwargs) -> dict:
         subscriptions=str(wl / "subscriptions"), messages=str(kwargs.pop("messages", None)
                                                               or wl / "messages"),
         out=str(out), master="local[2]", conf=SPARK_CONF, partitions=2, **kwargs), log=log)
+
+
+def _route_paths(subs: Path, msgs: Path, out: Path, **kwargs) -> dict:
+    from experiments.pipeline.route import RouteOptions, run_route
+
+    return run_route(RouteOptions(subscriptions=str(subs), messages=str(msgs), out=str(out),
+                                  master="local[2]", conf=SPARK_CONF, partitions=2, **kwargs),
+                     log=lambda _: None)
 
 
 def _leftovers(out: Path) -> list[str]:
@@ -793,10 +810,10 @@ def test_non_local_inputs_are_listed_and_counted_through_hadoop(spark, tmp_path:
     (msgs / "part-00000.parquet").rename(msgs / "old" / "part-0.parquet")
     (msgs / "old" / "_tmp" / "README").write_text("skipped")
     (msgs / "_SUCCESS").write_text("")
-    local = inputs.check_input(str(msgs), "--messages", route._MESSAGE_COLUMNS)
+    local = inputs.check_input(str(msgs), "--messages", inputs.MESSAGE_COLUMNS)
     monkeypatch.setattr(inputs, "is_local", lambda path: False)
     store = sparkutil.Store(spark)
-    remote = inputs.check_input(f"file://{msgs}", "--messages", route._MESSAGE_COLUMNS, spark,
+    remote = inputs.check_input(f"file://{msgs}", "--messages", inputs.MESSAGE_COLUMNS, spark,
                                 store)
     assert remote.rows == local.rows == 400 and len(remote.files) == len(local.files) == 1
     assert remote.files[0].endswith("/old/part-0.parquet") and remote.folders == ("old",)
@@ -804,7 +821,7 @@ def test_non_local_inputs_are_listed_and_counted_through_hadoop(spark, tmp_path:
     assert "Hadoop" in remote.counted_by and "pyarrow" in local.counted_by
     (msgs / "README").write_text("not parquet")
     with pytest.raises(sparkutil.PipelineError) as err:
-        inputs.check_input(f"file://{msgs}", "--messages", route._MESSAGE_COLUMNS, spark, store)
+        inputs.check_input(f"file://{msgs}", "--messages", inputs.MESSAGE_COLUMNS, spark, store)
     assert "README" in str(err.value) and "\n" not in str(err.value)
 
 
@@ -817,7 +834,7 @@ _PROBE = '''
 import os
 _log = os.environ.get("CSTRIE_PROBE_LOG")
 if _log:
-    from experiments.pipeline import matchers as _m, routing as _r
+    from experiments.pipeline import adapters as _r, matchers as _m
 
     def _note(what):
         with open(_log, "a") as fh:
@@ -888,6 +905,9 @@ def test_matcher_is_built_once_per_python_worker_not_per_task(spark, tmp_path: P
     assert report["reused"] == 8 - len(builds)
     assert report["worker_processes"] == len(workers)
     assert report["build_seconds"]["max"] > 0 and report["rss_mb"]["max"] > 0, report
+    tasks = json.loads((out / "summary.json").read_text())["tasks"]
+    assert set(tasks["phase_seconds"]) == {"input", "lookup", "arrow", "output"}, tasks
+    assert tasks["phase_seconds"]["lookup"] > 0 and tasks["python_cpu_seconds"] > 0, tasks
 
 
 # --- hot topics: --salt spreads them, the figures stay exact ---------------------------------
@@ -957,3 +977,113 @@ def test_salt_spreads_a_hot_topic_with_the_same_outputs(spark, tmp_path: Path) -
                                               "deliveries"))]:
         a, b = _rows(plain / name, *cols), _rows(salted / name, *cols)
         assert sorted(a, key=repr) == sorted(b, key=repr), name
+
+
+def test_a_stale_crc_file_is_one_line_before_spark(spark, tmp_path: Path, monkeypatch,
+                                                   capsys) -> None:
+    """A Parquet file written by Spark has a Hadoop checksum beside it (``.NAME.crc``);
+    rewritten by a tool that leaves that checksum as it was, Hadoop refuses to read it
+    (ChecksumException, a Java traceback of some 280 lines, exit status 1). It is one line
+    naming the file, its checksum file and what to do, exit status 2, before Spark starts;
+    a checksum that matches is no error."""
+    import pyarrow.parquet as pq
+
+    from experiments.pipeline import inputs
+
+    wl = _workload(tmp_path / "wl")
+    msgs = tmp_path / "spark-written"
+    spark.read.parquet(str(wl / "messages")).coalesce(1).write.parquet(str(msgs))
+    (data,) = msgs.glob("part-*.parquet")
+    crc = msgs / f".{data.name}.crc"
+    assert crc.is_file()
+    assert inputs.check_input(str(msgs), "--messages", inputs.MESSAGE_COLUMNS).rows == 400
+    pq.write_table(pq.read_table(data).slice(0, 300), data)  # other bytes, the .crc left
+    _no_spark(monkeypatch)
+    rc = cli.main(["route", "--subscriptions", str(wl / "subscriptions"), "--messages",
+                   str(msgs), "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1, err
+    assert err[0].startswith(f"error: --messages {msgs}: {data} ") and str(crc) in err[0]
+    assert "delete" in err[0] and "rewrite" in err[0], err
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_file_that_goes_stale_during_the_run_is_one_line(spark, tmp_path: Path, monkeypatch,
+                                                           capsys) -> None:
+    """The same stale checksum met by Spark itself (the file changed after route checked it,
+    here: the check skipped) ends in one line naming the file, exit status 2, not a Java
+    traceback."""
+    import pyarrow.parquet as pq
+
+    from experiments.pipeline import inputs
+
+    wl = _workload(tmp_path / "wl")
+    msgs = tmp_path / "spark-written"
+    spark.read.parquet(str(wl / "messages")).coalesce(1).write.parquet(str(msgs))
+    (data,) = msgs.glob("part-*.parquet")
+    pq.write_table(pq.read_table(data).slice(0, 300), data)
+    monkeypatch.setattr(inputs, "_check_crc", lambda f, where: None)
+    rc = cli.main(["route", "--subscriptions", str(wl / "subscriptions"), "--messages",
+                   str(msgs), "--out", str(tmp_path / "o"), "--master", "local[2]"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2, err
+    assert err[-1].startswith(f"error: file:{data} does not match its Hadoop checksum file"), err
+    assert "Traceback" not in "\n".join(err)
+    assert not (tmp_path / "o").exists()
+
+
+def test_duplicate_message_ids_are_counted_not_dropped(spark, tmp_path: Path) -> None:
+    """Rows are not deduplicated (documented): a message_id that occurs twice is routed twice.
+    The summary counts such rows (``duplicate_message_ids``: rows whose message_id an earlier
+    row has too) and one log line says so; a set without duplicates counts 0 and says nothing."""
+    import shutil
+
+    wl = _workload(tmp_path / "wl")
+    logged: list[str] = []
+    clean = _route(wl, tmp_path / "clean", logged.append)
+    assert clean["duplicate_message_ids"] == 0
+    assert not [line for line in logged if "message_id" in line and "more than once" in line]
+    msgs = tmp_path / "twice"
+    shutil.copytree(wl / "messages", msgs / "a")
+    shutil.copytree(wl / "messages", msgs / "b")
+    logged.clear()
+    summary = _route(wl, tmp_path / "out", logged.append, messages=msgs)
+    assert summary["messages_in"] == 800
+    assert summary["duplicate_message_ids"] == 400
+    assert summary["deliveries"] == 2 * clean["deliveries"]  # routed twice, not deduplicated
+    said = [line for line in logged if "more than once" in line]
+    assert len(said) == 1 and "400" in said[0], logged
+
+
+def test_deliveries_as_ids_hold_the_same_deliveries(spark, tmp_path: Path) -> None:
+    """``--deliveries ids``: one row per message with its subscribers' ids, and
+    ``subscribers/`` mapping each id to its name; decoded, the same deliveries as the rows
+    form, and the same rejections (a non-ASCII topic and reason included), fanout and top
+    topics, through the UTF-8 bytes the small kinds travel as."""
+    import pyarrow.parquet as pq
+
+    subs_path, msgs_path, _, _ = _dataset(tmp_path, Dialect.AMQP, seed=4)
+    extra = msgs_path / "unicode.parquet"
+    _write_parquet(extra, {"message_id": [10**7, 10**7 + 1], "topic": ["caf\u00e9.b", "caf\u00e9..\u00fc"]},
+                   {"message_id": "int64", "topic": "string"})
+    runs = {}
+    for form in ("rows", "ids"):
+        runs[form] = _route_paths(subs_path, msgs_path, tmp_path / form, deliveries=form,
+                                  dialect="amqp")
+    rows, ids = runs["rows"], runs["ids"]
+    assert ids["deliveries_form"] == "ids" and rows["deliveries_form"] == "rows"
+    for key in ("messages_in", "messages_routed", "messages_rejected", "deliveries", "fanout",
+                "top_topics"):
+        assert ids[key] == rows[key], key
+    names = dict(_rows(tmp_path / "ids" / "subscribers", "subscriber_id", "subscriber"))
+    table = pq.read_table(tmp_path / "ids" / "deliveries")
+    assert table.schema.names == ["message_id", "subscriber_ids"]
+    decoded = {(m, names[i]) for m, got in _rows(tmp_path / "ids" / "deliveries", "message_id",
+                                                 "subscriber_ids") for i in got}
+    assert decoded == set(_rows(tmp_path / "rows" / "deliveries", "message_id", "subscriber"))
+    assert len(decoded) == rows["deliveries"] > 100
+    rejected = sorted(_rows(tmp_path / "rows" / "rejected", "message_id", "topic", "reason"),
+                      key=repr)
+    assert sorted(_rows(tmp_path / "ids" / "rejected", "message_id", "topic", "reason"),
+                  key=repr) == rejected
+    assert any(t == "caf\u00e9..\u00fc" for _, t, _ in rejected)

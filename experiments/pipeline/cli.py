@@ -37,6 +37,7 @@ _DIALECTS = ("nats", "amqp", "mqtt")
 _MATCHERS = ("cstrie", "locked_trie", "locked_trie_nocache", "naive", "inverted_bitmap",
              "optimized_bitmap")  # == matchers.MATCHERS (checked by the tests)
 _IMPLS = ("arrow", "pandas", "rdd")  # == route.IMPLS
+_DELIVERIES = ("rows", "ids")  # == route.DELIVERIES
 #: The modules of the pipeline extra each command imports (checked before it starts).
 NEEDS = {"generate": ("numpy", "pyarrow"), "route": ("pyspark", "pyarrow", "numpy"),
          "aggregate": ("pandas", "pyarrow", "numpy")}
@@ -240,6 +241,11 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
     r.add_argument("--impl", choices=_IMPLS, default=None,
                    help="how partitions are routed: mapInArrow, mapInPandas or RDD "
                         "mapPartitions (default: arrow, the fastest measured)")
+    r.add_argument("--deliveries", choices=_DELIVERIES, default="rows",
+                   help="rows: deliveries/ holds one row (message_id, subscriber) per delivery "
+                        "(the default); ids: one row per message with deliveries, "
+                        "(message_id, subscriber_ids array<int>), and subscribers/ maps "
+                        "subscriber_id to the name: far less to write (needs --impl arrow)")
     r.add_argument("--partitions", type=_positive, default=None, metavar="N",
                    help="partitions to route in (default: the input's, at least "
                         "spark.default.parallelism)")
@@ -361,7 +367,7 @@ def _route(args: argparse.Namespace) -> int:
         impl=args.impl or DEFAULT_IMPL, partitions=args.partitions, baseline=args.baseline,
         baseline_limit=args.baseline_limit, top=args.top, inprocess=args.inprocess,
         max_words=args.max_words, overwrite=args.overwrite, salt=args.salt,
-        executor_python=args.executor_python, argv=list(sys.argv))
+        executor_python=args.executor_python, deliveries=args.deliveries, argv=list(sys.argv))
     summary = run_route(opts)
     keys = ("messages_in", "messages_routed", "messages_rejected", "deliveries", "seconds",
             "messages_per_second", "matcher", "dialect", "impl", "partitions")
@@ -403,7 +409,7 @@ def _aggregate(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     """Run the parsed pipeline command; return the exit status (errors are printed)."""
     handler: Callable[[argparse.Namespace], int] = args.pipeline_handler
-    from .sparkutil import PipelineError
+    from .sparkutil import PipelineError, checksum_error
 
     what = f"pipeline {args.pipeline_command}"
     problem = missing(what, NEEDS[args.pipeline_command])
@@ -424,6 +430,12 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         _err("interrupted")
         return 130
+    except Exception as exc:
+        stale = checksum_error(exc)  # a file changed after the checks (they find the rest)
+        if stale is None:
+            raise
+        _err(str(stale))
+        return 2
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,8 +18,8 @@ from typing import Any
 
 from .sparkutil import PipelineError, Store, is_hidden, is_local, literal, local_path, read_parquet
 
-__all__ = ["MANIFEST", "Column", "InputFiles", "check_input", "choose_dialect", "input_dialect",
-           "read_input"]
+__all__ = ["MANIFEST", "MESSAGE_COLUMNS", "SUBSCRIPTION_COLUMNS", "Column", "InputFiles",
+           "check_input", "choose_dialect", "input_dialect", "read_input"]
 
 #: Files of a non-local input whose schema is checked one by one.
 MAX_SCHEMA_CHECKS = 64
@@ -36,6 +36,13 @@ class Column:
     name: str
     accepted: tuple[str, ...]
     cast: str
+
+
+#: The columns ``route`` reads of ``--subscriptions`` and of ``--messages``.
+SUBSCRIPTION_COLUMNS = (Column("pattern", ("string",), "string"),
+                        Column("subscriber", ("string",), "string"))
+MESSAGE_COLUMNS = (Column("message_id", ("bigint", "int", "smallint", "tinyint"), "bigint"),
+                   Column("topic", ("string",), "string"))
 
 
 @dataclass(frozen=True)
@@ -88,7 +95,8 @@ def check_input(path: str, option: str, columns: tuple[Column, ...], spark: Any 
     needs. Every one of them must be Parquet with the required columns; errors are one line
     naming ``option``, the file and the column: a path that does not exist, a folder without
     data files, a file that is not Parquet (a stray ``README``, an empty file), a file
-    without a required column, a column of the wrong type.
+    without a required column, a column of the wrong type, a local file that no longer
+    matches the Hadoop checksum file beside it (:func:`_check_crc`).
 
     A local path needs neither ``spark`` nor ``store`` (pyarrow reads every footer), so that
     ``route`` checks it before Spark starts. On another file system the files are listed
@@ -114,6 +122,7 @@ def check_input(path: str, option: str, columns: tuple[Column, ...], spark: Any 
     for i, f in enumerate(files):
         where = (option, path, f, folder)
         if local:
+            _check_crc(f, where)
             fields, n = _local_footer(f, where)
         else:
             n = _hadoop_rows(store, f, where)
@@ -177,6 +186,50 @@ def _local_footer(f: str, where: _Where) -> tuple[dict[str, str], int]:
         t = fl.type.value_type if hasattr(fl.type, "value_type") else fl.type
         out[fl.name] = _ARROW_TO_SPARK.get(str(t), str(t))
     return out, meta.num_rows
+
+
+#: The header of a Hadoop checksum file (``ChecksumFileSystem``'s ``CHECKSUM_VERSION``).
+_CRC_MAGIC = b"crc\0"
+
+
+def _check_crc(f: str, where: _Where) -> None:
+    """Check local file ``f`` against the Hadoop checksum file beside it (``.NAME.crc``), if
+    there is one, as Hadoop's local file system checks every read: a header ``crc\\0``, the
+    bytes per checksum (big-endian int32), then the CRC-32 of each chunk of that many bytes
+    (big-endian uint32). Raise a one-line :class:`PipelineError` where Hadoop would refuse
+    the file (``ChecksumException``): a chunk whose CRC differs, or fewer checksums than
+    chunks. A checksum file with another header is ignored, as Hadoop ignores it. Reads the
+    whole file (about a second per GB)."""
+    import zlib
+
+    folder, name = os.path.split(f)
+    crc = os.path.join(folder, f".{name}.crc")
+    try:
+        with open(crc, "rb") as fh:
+            sums = fh.read()
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise PipelineError(f"{where[0]} {where[1]}: cannot read {crc}, the checksum file of "
+                            f"{f}: {exc.strerror or exc}") from None
+    if len(sums) < 8 or sums[:4] != _CRC_MAGIC:
+        return
+    step = int.from_bytes(sums[4:8], "big")
+    bad = None
+    with open(f, "rb") as fh:
+        offset, i = 0, 8
+        while step > 0 and (chunk := fh.read(step)):
+            want = sums[i:i + 4]
+            if len(want) < 4 or int.from_bytes(want, "big") != zlib.crc32(chunk):
+                bad = offset
+                break
+            offset, i = offset + len(chunk), i + 4
+    if bad is not None:
+        raise PipelineError(
+            f"{where[0]} {where[1]}: {f} does not match its Hadoop checksum file {crc} "
+            f"(from byte {bad}; was the file rewritten by a tool that left the old checksum?), "
+            "and Spark would refuse to read it: if the file is as it should be, delete the "
+            ".crc file; otherwise rewrite the file")
 
 
 def _hadoop_rows(store: Store, f: str, where: _Where) -> int:

@@ -1,10 +1,10 @@
-"""Routing one partition of messages: the pure-Python core and its three Spark adapters.
+"""Routing one partition of messages: the pure-Python core that the Spark adapters feed.
 
 :class:`Router` looks every message's topic up in one matcher. Every adapter turns its
 results into one *stream* of rows ``(kind, message_id, subscribers)`` (:data:`STREAM_DDL`,
 ``subscribers`` an array of strings) that the job explodes and writes once, partitioned by
 ``kind``; the deliveries partition becomes the ``deliveries`` output as it is, and the three
-small kinds are decoded into their outputs afterwards (:mod:`experiments.pipeline.route`).
+small kinds are decoded into their outputs afterwards (:mod:`experiments.pipeline.job`).
 The kinds, and how the columns carry them:
 
 =====  =================  ===================  ===========================================
@@ -44,10 +44,10 @@ null``). A bad row never raises out of :meth:`Router.route`: anything else the m
 becomes a rejection with reason ``matcher error: <type>: <message>`` (a matcher bug, counted
 apart in the summary).
 
-The adapters (:func:`arrow_partition` for ``mapInArrow``, :func:`pandas_partition` for
-``mapInPandas``, :func:`rdd_partition` for ``RDD.mapPartitions``) each get their task's matcher
-from :func:`task_router` and feed the core; none imports pyspark at module level, so the core
-is tested without Spark.
+The Spark adapters (:mod:`experiments.pipeline.adapters`: ``mapInArrow``, ``mapInPandas``,
+``RDD.mapPartitions``, ``--impl``) each get their task's matcher from :func:`task_router` and
+feed the core; this module imports neither pyspark nor pyarrow, so the core is tested
+without Spark.
 
 **One build per Python worker.** Spark reuses a Python worker process for task after task
 (``spark.python.worker.reuse``, true by default), so :func:`task_router` takes the matcher
@@ -74,20 +74,21 @@ from ctrie import InvalidTopicError, UnsupportedPatternError, validate_pattern, 
 from . import matchers, workercache
 
 __all__ = [
+    "DELIVERIES",
     "DELIVERY",
     "FANOUT",
+    "IDS_STREAM_DDL",
     "MATCHER_ERROR",
     "REJECTED",
     "STREAM_DDL",
     "TOPIC",
     "RouteSetup",
     "Router",
-    "arrow_partition",
     "check_subscriptions",
-    "pandas_partition",
-    "rdd_partition",
     "figure_groups",
+    "rows_of",
     "stream_groups",
+    "subscriber_ids",
     "task_router",
 ]
 
@@ -98,6 +99,14 @@ MATCHER_ERROR = "matcher error: "
 
 #: The stream every adapter produces, as a Spark DDL string.
 STREAM_DDL = "kind tinyint, message_id bigint, subscribers array<string>"
+
+#: The stream of ``route --deliveries ids`` (mapInArrow only): a delivery row's array holds its
+#: subscribers' indices into :attr:`RouteSetup.names`; a row of the other kinds holds the
+#: UTF-8 bytes of the one value it would carry as a string.
+IDS_STREAM_DDL = "kind tinyint, message_id bigint, subscriber_ids array<int>"
+
+#: ``route --deliveries`` forms (see :attr:`RouteSetup.deliveries`).
+DELIVERIES = ("rows", "ids")
 
 
 def check_subscriptions(rows: Iterable[tuple[Any, Any]], matcher: str, dialect: str,
@@ -247,7 +256,7 @@ def figure_groups(router: Router, top: int, split: frozenset[str] = frozenset()
         yield _single(TOPIC, [c for _, _, c in best], [f"{f}:{t}" for t, f, _ in best])
 
 
-def _rows(group: Group) -> Iterator[tuple[int, Any, list]]:
+def rows_of(group: Group) -> Iterator[tuple[int, Any, list]]:
     kind, ids, offsets, values = group
     for i, mid in enumerate(ids):
         yield kind, mid, values[offsets[i]:offsets[i + 1]]
@@ -270,6 +279,15 @@ class RouteSetup:
     stats: Any = None
     #: Hot topics whose messages the job spread over several partitions (``--salt``).
     split_topics: frozenset[str] = frozenset()
+    #: The subscriber names (a Spark Broadcast of a list, or the list), when
+    #: ``subscriptions`` holds ``(pattern, index into names)`` (:func:`subscriber_ids`): the
+    #: matcher then returns indices, and :func:`adapters.arrow_partition` turns them into
+    #: the names in Arrow (``take``), with no Python string per delivery. None:
+    #: ``subscriptions`` holds the names.
+    names: Any = None
+    #: The output form (``route --deliveries``): ``rows``, the stream of :data:`STREAM_DDL`;
+    #: ``ids`` (mapInArrow with ``names`` only), that of :data:`IDS_STREAM_DDL`.
+    deliveries: str = "rows"
 
     def pairs(self) -> list[tuple[str, str]]:
         subs = self.subscriptions
@@ -294,6 +312,15 @@ class RouteSetup:
             self.matcher, self.dialect, pairs, topic_space=space, max_words=self.max_words)))
 
 
+def subscriber_ids(pairs: list[tuple[str, str]]) -> tuple[list[tuple[str, int]], list[str]]:
+    """``pairs`` with each subscriber replaced by its index in the sorted distinct
+    subscriber names, and those names (see :attr:`RouteSetup.names`)."""
+    names = sorted({s for _, s in pairs})
+    index = {s: i for i, s in enumerate(names)}
+    return [(p, index[s]) for p, s in pairs], names
+
+
+
 def task_router(setup: RouteSetup, topics_seen: Iterable[Any] = ()) -> tuple[Router, dict]:
     """The Router of one task and what its matcher cost (see
     :func:`workercache.kept_matcher`): the matcher this Python worker built for the same
@@ -301,104 +328,7 @@ def task_router(setup: RouteSetup, topics_seen: Iterable[Any] = ()) -> tuple[Rou
     over the partition's own topics, always)."""
     key = None
     if setup.cache_key is not None and setup.matcher not in matchers.NEEDS_TOPIC_SPACE:
-        key = (setup.cache_key, setup.matcher, setup.dialect, setup.max_words)
+        key = (setup.cache_key, setup.matcher, setup.dialect, setup.max_words,
+               setup.names is not None)
     matcher, info = workercache.kept_matcher(key, lambda: setup.router(topics_seen).matcher)
     return Router(matcher), info
-
-
-# --- mapInArrow -----------------------------------------------------------------------------
-
-
-def arrow_partition(setup: RouteSetup, batches: Iterator[Any]) -> Iterator[Any]:
-    """``mapInArrow`` body: record batches of (message_id, topic) -> stream batches."""
-    import numpy as np
-    import pyarrow as pa
-
-    schema = pa.schema([("kind", pa.int8()), ("message_id", pa.int64()),
-                        ("subscribers", pa.list_(pa.string()))])
-
-    def batch(group: Group) -> Any:
-        kind, ids, offsets, values = group
-        lists = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()),
-                                         pa.array(values, pa.string()))
-        return pa.RecordBatch.from_arrays(
-            [pa.array(np.full(len(ids), kind, dtype=np.int8)), pa.array(ids, pa.int64()),
-             lists], schema=schema)
-
-    if setup.matcher in matchers.NEEDS_TOPIC_SPACE:
-        batches = list(batches)
-        router, info = task_router(
-            setup, (t for b in batches for t in b.column("topic").to_pylist()))
-    else:
-        router, info = task_router(setup)
-    for b in batches:
-        for group in stream_groups(router, b.column("message_id").to_pylist(),
-                                   b.column("topic").to_pylist()):
-            yield batch(group)
-    for group in figure_groups(router, setup.top, setup.split_topics):
-        yield batch(group)
-    workercache.report_task(setup.stats, info, router.messages)
-
-
-# --- mapInPandas ----------------------------------------------------------------------------
-
-
-def _pylist(series: Any) -> list:
-    """A column as a list with None (not NaN / pd.NA) for nulls."""
-    values = series.tolist()
-    if series.hasnans:
-        isna = series.isna().tolist()
-        values = [None if na else v for v, na in zip(values, isna)]
-    return values
-
-
-def pandas_partition(setup: RouteSetup, frames: Iterator[Any]) -> Iterator[Any]:
-    """``mapInPandas`` body: DataFrames of (message_id, topic) -> stream DataFrames."""
-    import pandas as pd
-
-    def frame(group: Group) -> Any:
-        _, ids, _, _ = group
-        rows = list(_rows(group))
-        return pd.DataFrame({
-            "kind": pd.Series([r[0] for r in rows], dtype="int8"),
-            # nullable: a rejected message may have a null id
-            "message_id": pd.Series(ids, dtype="Int64" if None in ids else "int64"),
-            "subscribers": pd.Series([r[2] for r in rows], dtype=object)})
-
-    if setup.matcher in matchers.NEEDS_TOPIC_SPACE:
-        frames = list(frames)
-        router, info = task_router(setup, (t for f in frames for t in _pylist(f["topic"])))
-    else:
-        router, info = task_router(setup)
-    for f in frames:
-        ids = [None if v is None else int(v) for v in _pylist(f["message_id"])]
-        for group in stream_groups(router, ids, _pylist(f["topic"])):
-            yield frame(group)
-    for group in figure_groups(router, setup.top, setup.split_topics):
-        yield frame(group)
-    workercache.report_task(setup.stats, info, router.messages)
-
-
-# --- RDD.mapPartitions ----------------------------------------------------------------------
-
-#: Rows handed to the core at a time by the RDD adapter.
-RDD_CHUNK = 10_000
-
-
-def rdd_partition(setup: RouteSetup, rows: Iterator[Any]) -> Iterator[tuple]:
-    """``RDD.mapPartitions`` body: Rows of (message_id, topic) -> stream tuples."""
-    if setup.matcher in matchers.NEEDS_TOPIC_SPACE:
-        rows = list(rows)
-        router, info = task_router(setup, (r[1] for r in rows))
-    else:
-        router, info = task_router(setup)
-    rows = iter(rows)
-    while True:
-        chunk = [r for _, r in zip(range(RDD_CHUNK), rows)]
-        if not chunk:
-            break
-        for group in stream_groups(router, [r[0] for r in chunk], [r[1] for r in chunk]):
-            yield from _rows(group)
-    for group in figure_groups(router, setup.top, setup.split_topics):
-        yield from _rows(group)
-    workercache.report_task(setup.stats, info, router.messages)

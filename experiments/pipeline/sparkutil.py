@@ -25,6 +25,7 @@ __all__ = [
     "PipelineError",
     "Store",
     "check_local_out",
+    "checksum_error",
     "is_hidden",
     "is_local",
     "java_problem",
@@ -45,6 +46,22 @@ JAVA_HINT = ("install a JDK 17 (e.g. `apt-get install openjdk-17-jre-headless`) 
 
 class PipelineError(Exception):
     """A problem the user can fix (bad argument, bad input); printed without a traceback."""
+
+
+_CHECKSUM = re.compile(
+    r"org\.apache\.hadoop\.fs\.ChecksumException: Checksum error: (\S+) at (\d+)")
+
+
+def checksum_error(exc: BaseException) -> PipelineError | None:
+    """The one-line error for a Spark job that failed on Hadoop's ``ChecksumException`` (a
+    file that no longer matches its ``.crc``, changed after ``route`` checked it), or None
+    for any other failure."""
+    found = _CHECKSUM.search(str(exc))
+    if found is None:
+        return None
+    return PipelineError(f"{found[1]} does not match its Hadoop checksum file (from byte "
+                         f"{found[2]}), and Spark refused to read it: if the file is as it "
+                         "should be, delete the .crc file beside it; otherwise rewrite the file")
 
 
 def java_problem() -> str | None:
@@ -226,6 +243,29 @@ class Store:
             return int(reader.getRecordCount())
         finally:
             reader.close()
+
+    def parquet_elements(self, path: str, column: str) -> int | None:
+        """The elements of list column ``column`` in the Parquet files of folder ``path``,
+        by their footers: each leaf column chunk's values less its nulls (an empty or null
+        list is one null there). None if a chunk has no null count."""
+        jvm = self._jvm
+        total = 0
+        for f in self.files(path)[0]:
+            _, p = self._fs(f)
+            reader = jvm.org.apache.parquet.hadoop.ParquetFileReader.open(
+                jvm.org.apache.parquet.hadoop.util.HadoopInputFile.fromPath(p, self._conf))
+            try:
+                for block in reader.getFooter().getBlocks():
+                    for chunk in block.getColumns():
+                        if chunk.getPath().toArray()[0] != column:
+                            continue
+                        stats = chunk.getStatistics()
+                        if stats is None or not stats.isNumNullsSet():
+                            return None
+                        total += int(chunk.getValueCount()) - int(stats.getNumNulls())
+            finally:
+                reader.close()
+        return total
 
     def delete(self, path: str) -> None:
         fs, p = self._fs(path)
