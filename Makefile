@@ -60,11 +60,15 @@ test:
 	@$(MAKE) --no-print-directory test-quick
 	@$(MAKE) --no-print-directory test-ft
 
-# mypy --strict on the installed packages but experiments (settings and the cereggii stubs:
-# [tool.mypy] in pyproject.toml); it ends with its summary line ("Success: ...").
+# mypy --strict on the library (ctrie, baselines), and mypy with its default checks on the
+# harness (experiments: measuring, reporting, the Spark pipeline, whose third-party libraries
+# ship no types); settings and the cereggii stubs: [tool.mypy] in pyproject.toml. Each ends
+# with its summary line ("Success: ...").
 typecheck: venv
 	@echo "== mypy --strict -p ctrie -p baselines, on $$($(VPY) -c '$(WHICH_PY)')"
 	$(VPY) -m mypy --strict -p ctrie -p baselines
+	@echo "== mypy -p experiments"
+	$(VPY) -m mypy -p experiments
 
 # The whole suite on the GIL build alone.
 test-quick: venv

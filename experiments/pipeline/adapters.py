@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from functools import partial
 from typing import Any
 
@@ -53,7 +53,7 @@ def names_array(setup: RouteSetup) -> Any:
 # --- mapInArrow -----------------------------------------------------------------------------
 
 
-def arrow_partition(setup: RouteSetup, batches: Iterator[Any]) -> Iterator[Any]:
+def arrow_partition(setup: RouteSetup, batches: Iterable[Any]) -> Iterator[Any]:
     """``mapInArrow`` body: record batches of (message_id, topic) -> stream batches."""
     import numpy as np
     import pyarrow as pa
@@ -67,17 +67,18 @@ def arrow_partition(setup: RouteSetup, batches: Iterator[Any]) -> Iterator[Any]:
 
     def batch(group: Group) -> Any:
         kind, ids, offsets, values = group
+        ends: Any = offsets  # a list, or an array for the bytes of the ids form
         if kind == DELIVERY and ids_form:
             subs = pa.array(values, pa.int32())
         elif kind == DELIVERY and names is not None:  # no Python str per delivery
             subs = names.take(pa.array(values, pa.int32()))
         elif ids_form:  # one row per value, its array the value's UTF-8 bytes
             data = [v.encode("utf-8") for v in values]
-            offsets = np.cumsum([0] + [len(d) for d in data])
+            ends = np.cumsum([0] + [len(d) for d in data])
             subs = pa.array(np.frombuffer(b"".join(data), dtype=np.uint8).astype(np.int32))
         else:
             subs = pa.array(values, pa.string())
-        lists = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), subs)
+        lists = pa.ListArray.from_arrays(pa.array(ends, pa.int32()), subs)
         return pa.RecordBatch.from_arrays(
             [pa.array(np.full(len(ids), kind, dtype=np.int8)), pa.array(ids, pa.int64()),
              lists], schema=schema)
@@ -92,10 +93,10 @@ def arrow_partition(setup: RouteSetup, batches: Iterator[Any]) -> Iterator[Any]:
     # Where the task's time goes (summary.json's tasks.phase_seconds): waiting for and
     # converting input batches, routing them, building output batches, handing them over.
     phases = dict.fromkeys(PHASES, 0.0)
-    batches = iter(batches)
+    pending = iter(batches)
     while True:
         t0 = clock()
-        b = next(batches, None)
+        b = next(pending, None)
         if b is None:
             break
         ids, topics = b.column("message_id").to_pylist(), b.column("topic").to_pylist()
@@ -128,7 +129,7 @@ def _pylist(series: Any) -> list:
     return values
 
 
-def pandas_partition(setup: RouteSetup, frames: Iterator[Any]) -> Iterator[Any]:
+def pandas_partition(setup: RouteSetup, frames: Iterable[Any]) -> Iterator[Any]:
     """``mapInPandas`` body: DataFrames of (message_id, topic) -> stream DataFrames."""
     import pandas as pd
 
@@ -161,7 +162,7 @@ def pandas_partition(setup: RouteSetup, frames: Iterator[Any]) -> Iterator[Any]:
 RDD_CHUNK = 10_000
 
 
-def rdd_partition(setup: RouteSetup, rows: Iterator[Any]) -> Iterator[tuple]:
+def rdd_partition(setup: RouteSetup, rows: Iterable[Any]) -> Iterator[tuple]:
     """``RDD.mapPartitions`` body: Rows of (message_id, topic) -> stream tuples."""
     if setup.matcher in matchers.NEEDS_TOPIC_SPACE:
         rows = list(rows)

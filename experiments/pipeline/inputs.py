@@ -119,19 +119,23 @@ def check_input(path: str, option: str, columns: tuple[Column, ...], spark: Any 
             raise PipelineError(f"{option} {path}: {_NO_FILES}")
         counted_by = "Parquet footers read through Hadoop (parquet-hadoop in Spark's JVM)"
     rows = 0
+    fields: dict[str, str] | None
     for i, f in enumerate(files):
         where = (option, path, f, folder)
         if local:
             _check_crc(f, where)
             fields, n = _local_footer(f, where)
         else:
+            assert store is not None  # a non-local path needs it (checked above)
             n = _hadoop_rows(store, f, where)
             # Every file's own schema is checked where affordable, so that an error names
             # the file (Spark reads a folder with the schema of one file and would fill a
             # column missing elsewhere with nulls).
             fields = _schema(spark, f, where) if i < MAX_SCHEMA_CHECKS else None
         rows += n
-        for col in columns if fields is not None else ():
+        if fields is None:  # past MAX_SCHEMA_CHECKS of a non-local folder: rows only
+            continue
+        for col in columns:
             if col.name not in fields:
                 raise PipelineError(
                     f"{option} {path}: column {col.name!r} is missing in {f} "

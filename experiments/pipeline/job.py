@@ -105,7 +105,7 @@ def route_into(spark: Any, store: Store, opts: RouteOptions, dialect: str,
         stages.start("salt", "finding the hot topics (a sample of the messages)")
         hot = hot_topics(msgs, messages_in, partitions)
         stages.log(f"    hot topics: {', '.join(f'{t} ({s:.1%})' for t, s in hot.items()) or 'none'}")
-    names = None
+    names: Any = None  # a Broadcast of the subscriber names, with --impl arrow
     broadcast: Any = pairs
     if opts.impl == "arrow":  # the workers' matchers hold indices; Arrow turns them into names
         broadcast, names = routing.subscriber_ids(pairs)

@@ -42,29 +42,33 @@ MAY_REFUSE = frozenset({"optimized_bitmap"})
 
 def make(name: str, dialect: str, *, topic_space: Iterable[str] = (),
          max_words: int | None = None) -> Any:
-    """A new, empty matcher ``name`` for ``dialect``."""
+    """A new, empty matcher ``name`` for ``dialect`` (a name; an unknown one raises
+    ``ValueError``)."""
+    from ctrie import Dialect
+
+    d = Dialect.coerce(dialect)
     if name == "cstrie":
         from ctrie import CSTrie
 
-        return CSTrie(dialect=dialect)
+        return CSTrie(dialect=d)
     if name in ("locked_trie", "locked_trie_nocache"):
         from baselines import LockedTrie
 
-        return LockedTrie(dialect=dialect, cache=name == "locked_trie")
+        return LockedTrie(dialect=d, cache=name == "locked_trie")
     if name == "naive":
         from baselines import NaiveMatcher
 
-        return NaiveMatcher(dialect=dialect)
+        return NaiveMatcher(dialect=d)
     if name == "inverted_bitmap":
         from baselines import InvertedBitmapMatcher
 
-        return InvertedBitmapMatcher(list(topic_space), dialect=dialect)
+        return InvertedBitmapMatcher(list(topic_space), dialect=d)
     if name == "optimized_bitmap":
         from baselines import OptimizedBitmapMatcher
 
         if max_words is None:
             raise ValueError("optimized_bitmap needs max_words")
-        return OptimizedBitmapMatcher(max(1, max_words), dialect=dialect)
+        return OptimizedBitmapMatcher(max(1, max_words), dialect=d)
     raise ValueError(f"unknown matcher {name!r}; choose from {', '.join(MATCHERS)}")
 
 

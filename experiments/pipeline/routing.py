@@ -69,7 +69,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ctrie import InvalidTopicError, UnsupportedPatternError, validate_pattern, validate_topic
+from ctrie import (Dialect, InvalidTopicError, UnsupportedPatternError, validate_pattern,
+                   validate_topic)
 
 from . import matchers, workercache
 
@@ -128,10 +129,12 @@ def check_subscriptions(rows: Iterable[tuple[Any, Any]], matcher: str, dialect: 
     accepted: dict[tuple[str, str], None] = {}
     rejected: list[tuple[Any, Any, str]] = []
 
+    d = Dialect.coerce(dialect)
+
     def check() -> None:
         for pattern, subscriber in rows:
             try:
-                validate_pattern(pattern, dialect)
+                validate_pattern(pattern, d)
                 if subscriber is None:
                     raise TypeError("subscriber is null")
                 if subscribe is not None:
@@ -298,11 +301,12 @@ class RouteSetup:
         space: list[str] = []
         if self.matcher in matchers.NEEDS_TOPIC_SPACE:
             seen = set()
+            d = Dialect.coerce(self.dialect)
             for t in topics_seen:
                 if t not in seen:
                     seen.add(t)
                     try:
-                        validate_topic(t, self.dialect)
+                        validate_topic(t, d)
                     except (InvalidTopicError, TypeError):
                         continue
                     space.append(t)

@@ -97,12 +97,17 @@ logger.parquet.level = error
 """
 
 
+def _remove_if_there(path: str) -> None:
+    if os.path.exists(path):
+        os.unlink(path)
+
+
 def _log4j2_file() -> str:
     """A file holding :data:`LOG4J2_QUIET` (removed when the interpreter exits)."""
     fd, path = tempfile.mkstemp(prefix="cstrie-log4j2-", suffix=".properties")
     with os.fdopen(fd, "w") as fh:
         fh.write(LOG4J2_QUIET)
-    atexit.register(lambda: os.path.exists(path) and os.unlink(path))
+    atexit.register(_remove_if_there, path)
     return path
 
 
