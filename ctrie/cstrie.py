@@ -183,9 +183,9 @@ class CSTrie(Generic[S]):
                  _frozen: Optional[Main] = None, _leaf_max: int = LEAF_MAX) -> None:
         if type(cache) is not bool:
             raise TypeError(f"cache must be True or False, got {cache!r}")
-        bounds = {k: v for k, v in (("cache_max", cache_max), ("cache_sweep_to", cache_sweep_to))
-                  if v is not None}
-        if bounds and not cache:
+        if not cache and (cache_max is not None or cache_sweep_to is not None):
+            bounds = {k: v for k, v in (("cache_max", cache_max),
+                                        ("cache_sweep_to", cache_sweep_to)) if v is not None}
             given = ", ".join(f"{k}={v!r}" for k, v in bounds.items())
             verb = "bounds" if len(bounds) == 1 else "bound"
             raise ValueError(f"{' and '.join(bounds)} {verb} the result cache, which only "
