@@ -1032,6 +1032,24 @@ def test_a_file_that_goes_stale_during_the_run_is_one_line(spark, tmp_path: Path
     assert not (tmp_path / "o").exists()
 
 
+def test_a_stale_checksum_under_a_path_with_a_space_is_one_line() -> None:
+    """Hadoop's ChecksumException names the file as it is, spaces and all (``file:/data/st
+    messages/part-0.parquet at 5120 exp: ... got: ...``, as Spark 4.3 reports it): the one-line
+    error names the whole path, not its part up to the first space (which did not match at all:
+    the Java traceback, exit status 1)."""
+    from experiments.pipeline.sparkutil import checksum_error
+
+    path = "file:/tmp/st messages/msgs{a,b}* [1]/part-00000-8aeef5ca-c000.snappy.parquet"
+    java = ("org.apache.spark.SparkException: [FAILED_READ_FILE.CANNOT_READ_FILE_FOOTER] ...\n"
+            f"Caused by: org.apache.hadoop.fs.ChecksumException: Checksum error: {path} at 5120 "
+            "exp: -233432968 got: 2143210401\n\tat org.apache.hadoop.fs.FSInputChecker")
+    err = checksum_error(RuntimeError(java))
+    assert err is not None
+    assert str(err).startswith(f"{path} does not match its Hadoop checksum file (from byte "
+                               "5120)"), err
+    assert checksum_error(RuntimeError("Checksum error: elsewhere")) is None
+
+
 def test_duplicate_message_ids_are_counted_not_dropped(spark, tmp_path: Path) -> None:
     """Rows are not deduplicated (documented): a message_id that occurs twice is routed twice.
     The summary counts such rows (``duplicate_message_ids``: rows whose message_id an earlier
