@@ -720,13 +720,19 @@ def test_a_stray_file_in_an_input_folder_is_one_line_before_spark(tmp_path: Path
     """A file Spark would read that is not Parquet (a README, an empty file) is one line
     naming it, well under 2 s and before Spark starts; Spark's own files are skipped."""
     import time
+    import zlib
 
     pytest.importorskip("pyarrow", reason="the checks read Parquet footers with pyarrow")
     _no_spark(monkeypatch)
     wl = _workload(tmp_path / "wl")
     msgs = wl / "messages"
     (msgs / "_SUCCESS").write_text("")
-    (msgs / ".part-00000.parquet.crc").write_bytes(b"\0")
+    # Spark's own checksum file, as Hadoop writes it (a junk one would be refused: see
+    # test_a_checksum_file_spark_cannot_use_is_one_line_before_spark)
+    data = (msgs / "part-00000.parquet").read_bytes()
+    sums = b"".join(zlib.crc32(data[i:i + 512]).to_bytes(4, "big")
+                    for i in range(0, len(data), 512))
+    (msgs / ".part-00000.parquet.crc").write_bytes(b"crc\0" + (512).to_bytes(4, "big") + sums)
     for stray, why in [("README", "magic bytes"), ("part-1.parquet", "0 bytes"),
                        ("sub/notes.txt", "magic bytes")]:
         (msgs / stray).parent.mkdir(exist_ok=True)
@@ -1008,6 +1014,31 @@ def test_a_stale_crc_file_is_one_line_before_spark(spark, tmp_path: Path, monkey
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.parametrize("sums", [b"", b"crc", b"xyz\0\0\0\2\0", b"crc\0\0\0\0\0"],
+                         ids=["empty", "short", "foreign header", "zero bytes per checksum"])
+def test_a_checksum_file_spark_cannot_use_is_one_line_before_spark(
+        spark, tmp_path: Path, monkeypatch, capsys, sums: bytes) -> None:
+    """A ``.NAME.crc`` that is no Hadoop checksum file (empty, cut short, another header, 0
+    bytes per checksum) was taken for none: but Spark 4.3's Hadoop fails reading the file's
+    columns beside it (``EOFException: Read past End of File``; ``/ by zero``), a 134-line
+    traceback, exit status 1. It is one line naming the checksum file, exit status 2, before
+    Spark starts."""
+    wl = _workload(tmp_path / "wl")
+    (data,) = (wl / "messages").glob("*.parquet")
+    crc = data.parent / f".{data.name}.crc"
+    crc.write_bytes(sums)
+    with pytest.raises(Exception, match="Read past End of File|by zero"):  # why it is refused
+        spark.read.parquet(str(data)).select("topic").collect()
+    _no_spark(monkeypatch)
+    rc = cli.main(["route", "--subscriptions", str(wl / "subscriptions"), "--messages",
+                   str(wl / "messages"), "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1, err
+    assert err[0].startswith(f"error: --messages {wl / 'messages'}: {crc}, beside {data}, ")
+    assert err[0].endswith("delete it"), err
+    assert not (tmp_path / "o").exists()
+
+
 def test_a_file_that_goes_stale_during_the_run_is_one_line(spark, tmp_path: Path, monkeypatch,
                                                            capsys) -> None:
     """The same stale checksum met by Spark itself (the file changed after route checked it,
@@ -1030,6 +1061,24 @@ def test_a_file_that_goes_stale_during_the_run_is_one_line(spark, tmp_path: Path
     assert err[-1].startswith(f"error: file:{data} does not match its Hadoop checksum file"), err
     assert "Traceback" not in "\n".join(err)
     assert not (tmp_path / "o").exists()
+
+
+def test_a_stale_checksum_under_a_path_with_a_space_is_one_line() -> None:
+    """Hadoop's ChecksumException names the file as it is, spaces and all (``file:/data/st
+    messages/part-0.parquet at 5120 exp: ... got: ...``, as Spark 4.3 reports it): the one-line
+    error names the whole path, not its part up to the first space (which did not match at all:
+    the Java traceback, exit status 1)."""
+    from experiments.pipeline.sparkutil import checksum_error
+
+    path = "file:/tmp/st messages/msgs{a,b}* [1]/part-00000-8aeef5ca-c000.snappy.parquet"
+    java = ("org.apache.spark.SparkException: [FAILED_READ_FILE.CANNOT_READ_FILE_FOOTER] ...\n"
+            f"Caused by: org.apache.hadoop.fs.ChecksumException: Checksum error: {path} at 5120 "
+            "exp: -233432968 got: 2143210401\n\tat org.apache.hadoop.fs.FSInputChecker")
+    err = checksum_error(RuntimeError(java))
+    assert err is not None
+    assert str(err).startswith(f"{path} does not match its Hadoop checksum file (from byte "
+                               "5120)"), err
+    assert checksum_error(RuntimeError("Checksum error: elsewhere")) is None
 
 
 def test_duplicate_message_ids_are_counted_not_dropped(spark, tmp_path: Path) -> None:

@@ -202,8 +202,10 @@ def _check_crc(f: str, where: _Where) -> None:
     bytes per checksum (big-endian int32), then the CRC-32 of each chunk of that many bytes
     (big-endian uint32). Raise a one-line :class:`PipelineError` where Hadoop would refuse
     the file (``ChecksumException``): a chunk whose CRC differs, or fewer checksums than
-    chunks. A checksum file with another header is ignored, as Hadoop ignores it. Reads the
-    whole file (about a second per GB)."""
+    chunks. A checksum file without that header and a positive chunk size (empty, cut short,
+    another header) is refused too: Hadoop means to ignore it, but Spark 4.3's fails reading
+    the file's columns beside it (``EOFException: Read past End of File``, ``/ by zero``).
+    Reads the whole file (about a second per GB)."""
     import zlib
 
     folder, name = os.path.split(f)
@@ -216,9 +218,12 @@ def _check_crc(f: str, where: _Where) -> None:
     except OSError as exc:
         raise PipelineError(f"{where[0]} {where[1]}: cannot read {crc}, the checksum file of "
                             f"{f}: {exc.strerror or exc}") from None
-    if len(sums) < 8 or sums[:4] != _CRC_MAGIC:
-        return
-    step = int.from_bytes(sums[4:8], "big")
+    step = int.from_bytes(sums[4:8], "big", signed=True) if len(sums) >= 8 else 0
+    if sums[:4] != _CRC_MAGIC or step <= 0:
+        raise PipelineError(
+            f"{where[0]} {where[1]}: {crc}, beside {f}, is no Hadoop checksum file (it should "
+            f"start with 'crc\\0' and a positive chunk size; it starts with {sums[:8]!r}), and "
+            "Spark fails reading a file beside such a file: delete it")
     bad = None
     with open(f, "rb") as fh:
         offset, i = 0, 8

@@ -48,8 +48,10 @@ class PipelineError(Exception):
     """A problem the user can fix (bad argument, bad input); printed without a traceback."""
 
 
+# Hadoop's message: "Checksum error: <path as it is, spaces included> at <pos> exp: <crc>
+# got: <crc>" (FSInputChecker, DataChecksum).
 _CHECKSUM = re.compile(
-    r"org\.apache\.hadoop\.fs\.ChecksumException: Checksum error: (\S+) at (\d+)")
+    r"org\.apache\.hadoop\.fs\.ChecksumException: Checksum error: (.+?) at (\d+) exp: ")
 
 
 def checksum_error(exc: BaseException) -> PipelineError | None:
