@@ -32,7 +32,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 from dataclasses import replace
-from pathlib import Path
 
 from .argtypes import (FOUND_PYTHONS, choices_list, existing_dir, existing_file, int_list,
                        out_dir, out_file, positive_int, python_arg, seed_arg, share_list)
@@ -42,7 +41,7 @@ from .estimate import estimate_line
 from .extras import missing
 from .preflight import dir_problem, file_problem
 from .registry import ALGORITHMS, DIALECTS
-from .rerun import PROG_ENV, Terminated, reexec, report_run, terminate
+from .rerun import PROG_ENV, end_failed, end_interrupted, reexec, report_run, terminate
 from .writing import WriteError
 
 __all__ = ["main"]
@@ -305,23 +304,9 @@ def _run_steps(run: Run, steps: list[tuple[str, Callable[[], None]]]) -> int:
             print(f"== {current} done in {time.monotonic() - t0:.0f} s", file=sys.stderr,
                   flush=True)
     except KeyboardInterrupt as exc:
-        # No second signal while the run file is written: it would cut it short.
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        name = "SIGTERM" if isinstance(exc, Terminated) else "SIGINT"
-        run.finish("interrupted", experiment=current, signal=name)
-        run.report()
-        report_run(run)
-        print(f"interrupted ({name}) in {current}: the records written so far are kept; "
-              f"{run.manifest} says so", file=sys.stderr)
-        return 143 if name == "SIGTERM" else 130
+        return end_interrupted(run, current, exc)
     except BaseException as exc:
-        try:
-            run.finish("failed", experiment=current, error=f"{type(exc).__name__}: {exc}")
-            run.report()
-            report_run(run)
-        except WriteError:
-            pass  # nor can the run file be written: the error raised says what failed
+        end_failed(run, current, exc)
         raise
     finally:
         signal.signal(signal.SIGTERM, previous)

@@ -24,10 +24,9 @@ from .env import Run, default_results_root
 from .estimate import estimate_line
 from .measure.compare import measure, options
 from .report.compare import present
-from .rerun import Terminated, report_run, terminate
+from .rerun import end_failed, end_interrupted, report_run, terminate
 from .text import count
 from .workloads import EXAMPLES
-from .writing import WriteError
 
 __all__ = ["run_compare"]
 
@@ -95,18 +94,9 @@ def run_compare(args: argparse.Namespace, argv: list[str]) -> int:
     try:
         records = measure(run, wl, opts)
     except KeyboardInterrupt as exc:
-        name = "SIGTERM" if isinstance(exc, Terminated) else "SIGINT"
-        run.finish("interrupted", experiment="compare", signal=name)
-        report_run(run)
-        print(f"interrupted ({name}): the records written so far are kept; {run.manifest} "
-              "says so", file=sys.stderr)
-        return 143 if name == "SIGTERM" else 130
+        return end_interrupted(run, "compare", exc)
     except BaseException as exc:
-        try:
-            run.finish("failed", experiment="compare", error=f"{type(exc).__name__}: {exc}")
-            report_run(run)
-        except WriteError:
-            pass  # nor can the run file be written: the error raised says what failed
+        end_failed(run, "compare", exc)
         raise
     finally:
         signal.signal(signal.SIGTERM, previous)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .env import PROJECT_ROOT, Run
+from .writing import WriteError
 
 __all__ = ["PROG_ENV", "RUN_REPORT_ENV", "Terminated", "child_env", "inherited_fds", "reexec",
            "report_run", "terminate"]
@@ -157,6 +158,33 @@ def reexec(python: str, argv: list[str], found: str) -> int:
               f"records (see {done.get('run_file')})", file=sys.stderr)
         return 1
     return 0
+
+
+def end_interrupted(run: Run, experiment: str | None, exc: KeyboardInterrupt) -> int:
+    """Record in ``run``'s file that Ctrl-C or SIGTERM (:class:`Terminated`) interrupted it
+    in ``experiment``, say so, and return the exit status (130, or 143 for SIGTERM)."""
+    # No second signal while the run file is written: it would cut it short.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    name = "SIGTERM" if isinstance(exc, Terminated) else "SIGINT"
+    run.finish("interrupted", experiment=experiment, signal=name)
+    run.report()
+    report_run(run)
+    print(f"interrupted ({name}) in {experiment}: the records written so far are kept; "
+          f"{run.manifest} says so", file=sys.stderr)
+    return 143 if name == "SIGTERM" else 130
+
+
+def end_failed(run: Run, experiment: str | None, exc: BaseException) -> None:
+    """Record in ``run``'s file that ``exc`` ended it in ``experiment`` (the caller
+    re-raises ``exc``); if the run file cannot be written either, the error raised says
+    what failed."""
+    try:
+        run.finish("failed", experiment=experiment, error=f"{type(exc).__name__}: {exc}")
+        run.report()
+        report_run(run)
+    except WriteError:
+        pass
 
 
 def report_run(run: Run) -> None:
