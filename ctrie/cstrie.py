@@ -283,8 +283,16 @@ class CSTrie(Generic[S]):
         if self._readonly:
             raise ReadOnlyError("subscribe on a read-only snapshot")
         words = self._validate_pattern(pattern)
-        require_hashable(subscriber)
-        while self._insert(self._read_root(), words, subscriber) is _RESTART:
+        try:
+            hash(subscriber)  # require_hashable's test, inlined: its call costs more
+        except TypeError:
+            require_hashable(subscriber)  # raises, naming the subscriber
+        while True:
+            root = self._root.get()  # _read_root inlined: a descriptor goes the slow way
+            if type(root) is not INode:
+                root = self._read_root()
+            if self._insert(root, words, subscriber) is not _RESTART:
+                return
             if _count is not None:
                 _count("write_retry")
 
@@ -376,7 +384,7 @@ class CSTrie(Generic[S]):
                         return _RESTART
                     inode, parent, pword = kid, inode, w  # one hash level down, same word
                     continue
-                if m.full(single, multi, self._leaf_max):
+                if len(br) >= self._leaf_max and m.full(single, multi, self._leaf_max):
                     # A leaf with LEAF_MAX literal words: split it first (the same words, so
                     # a neutral GCAS), then read this level again.
                     if GCAS(inode, m, m.split(single, multi, startgen), self, neutral=True):
@@ -458,9 +466,14 @@ class CSTrie(Generic[S]):
         if self._readonly:
             raise ReadOnlyError("unsubscribe on a read-only snapshot")
         words = self._validate_pattern(pattern)
-        require_hashable(subscriber)
+        try:
+            hash(subscriber)  # as in subscribe
+        except TypeError:
+            require_hashable(subscriber)
         while True:
-            root = self._read_root()
+            root = self._root.get()
+            if type(root) is not INode:
+                root = self._read_root()
             res = self._remove(root, words, subscriber)
             if res is not _RESTART:
                 return res
@@ -551,7 +564,8 @@ class CSTrie(Generic[S]):
                 nm = m.removed(w, single, multi)  # the root's C-node may be empty
             else:
                 nm = TNode()  # last branch of a non-root C-node: entomb the I-node
-            if parent is not None and type(nm) is CNode:
+            if (parent is not None and type(nm) is CNode and len(nm.branches) == 1
+                    and nm.kids is None and not nm.shift):  # _contracted's own test, first
                 nm = self._contracted(nm)
             # Linearization point: the commit of this GCAS (one pair fewer).
             if not GCAS(inode, m, nm, self, delta=nm.npairs - m.npairs - moved):

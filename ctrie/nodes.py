@@ -103,9 +103,12 @@ class SNode:
         # ``wild``, equals ``key`` (one C-level list comparison).
         self.open = words[-1] == multi
         key: list[Optional[str]] = list(words[:-1] if self.open else words)
-        self.wild = tuple(j for j, w in enumerate(key) if w == single)
-        for j in self.wild:
-            key[j] = None
+        if single in key:
+            self.wild = tuple(j for j, w in enumerate(key) if w == single)
+            for j in self.wild:
+                key[j] = None
+        else:
+            self.wild = ()  # the common case, without a generator
         self.key = key
         # AMQP allows '#' anywhere: a pattern with no '#' but a trailing one matches as
         # above (with ``multi_min`` 0); any other needs an automaton, built here once:
@@ -233,8 +236,12 @@ class CNode(MainNode):
         if wc is not self.wc or word == single or word == multi:
             return CNode(branches, single, multi, lit, wc, n, self.kids, self.shift)
         # A literal word: the wildcard caches carry over (no hashing them again).
-        c = _cnode_like(self, branches, lit, self.kids)
-        c.npairs = n
+        # (_cnode_like inlined: this runs on every write.)
+        c = CNode.__new__(CNode)
+        c.prev = None
+        c.branches = branches
+        c.pwc, c.fwc, c.wc, c.npairs, c.shift, c.kids = self.pwc, self.fwc, wc, n, self.shift, self.kids
+        c.lit = object() if lit is None else lit
         return c
 
     def removed(self, word: str, single: str, multi: str) -> CNode:
@@ -243,7 +250,15 @@ class CNode(MainNode):
         b = branches.pop(word)
         c = b.inode  # _pairs(b) inlined: this runs on every write
         n = self.npairs - (len(b.subs) + len(c.subs) if type(c) is SNode else len(b.subs))
-        return CNode(branches, single, multi, self.lit, self.wc, n, self.kids, self.shift)
+        if word == single or word == multi:
+            return CNode(branches, single, multi, self.lit, self.wc, n, self.kids, self.shift)
+        # A literal word: the wildcard caches and both tokens carry over.
+        c = CNode.__new__(CNode)
+        c.prev = None
+        c.branches = branches
+        c.pwc, c.fwc, c.lit, c.wc = self.pwc, self.fwc, self.lit, self.wc
+        c.npairs, c.shift, c.kids = n, self.shift, self.kids
+        return c
 
     def full(self, single: str, multi: str, limit: int) -> bool:
         """Whether a new literal word would take this leaf past ``limit`` words (normally

@@ -91,6 +91,51 @@ def test_gcas_commit_returns_the_new_node_and_abort_the_old():
     t.check()
 
 
+class _SnapshotAfterCAS:
+    """An I-node's ``main`` that, after its first successful compare-and-set, lets a
+    snapshot renew the root generation before GCAS goes on: the window of the test above,
+    reached without a fault hook (with none installed GCAS commits inline, not through
+    gcas_complete)."""
+
+    def __init__(self, ref, trie):
+        self.ref, self.trie, self.fired = ref, trie, 0
+
+    def get(self):
+        return self.ref.get()
+
+    def compare_and_set(self, expected, new):
+        ok = self.ref.compare_and_set(expected, new)
+        if ok and not self.fired:
+            self.fired += 1
+            self.trie._swap_root_generation()
+        return ok
+
+
+def test_a_snapshot_between_the_inode_cas_and_the_commit_aborts_the_inline_commit():
+    assert faults.get_fault_hook() is None
+    t = CSTrie()
+    t.subscribe("a.b", 1)
+    t.subscribe("a.c", 1)
+    inode = gcas_read(t._read_root(), t).branches["a"].inode
+    old = gcas_read(inode, t)
+    new = old.updated("y", Branch(frozenset({3}), None), "*", ">")
+    inode.main = trap = _SnapshotAfterCAS(inode.main, t)
+    assert GCAS(inode, old, new, t) is False  # the root's generation moved: abort
+    assert trap.fired
+    assert gcas_read(inode, t) is old
+    assert t.lookup("a.y") == frozenset()
+    # Through subscribe: the write restarts in the new generation, once, and lands there.
+    t2 = CSTrie()
+    t2.subscribe("a.b", 1)
+    t2.subscribe("a.c", 1)
+    inode2 = gcas_read(t2._read_root(), t2).branches["a"].inode
+    inode2.main = trap2 = _SnapshotAfterCAS(inode2.main, t2)
+    t2.subscribe("a.y", 3)
+    assert trap2.fired
+    assert t2.lookup("a.y") == {3} and len(t2) == 3
+    t2.check()
+
+
 def test_read_only_snapshot_never_changes():
     t = CSTrie()
     for i in range(50):
