@@ -253,12 +253,12 @@ class CNode(MainNode):
         if word == single or word == multi:
             return CNode(branches, single, multi, self.lit, self.wc, n, self.kids, self.shift)
         # A literal word: the wildcard caches and both tokens carry over.
-        c = CNode.__new__(CNode)
-        c.prev = None
-        c.branches = branches
-        c.pwc, c.fwc, c.lit, c.wc = self.pwc, self.fwc, self.lit, self.wc
-        c.npairs, c.shift, c.kids = n, self.shift, self.kids
-        return c
+        r = CNode.__new__(CNode)
+        r.prev = None
+        r.branches = branches
+        r.pwc, r.fwc, r.lit, r.wc = self.pwc, self.fwc, self.lit, self.wc
+        r.npairs, r.shift, r.kids = n, self.shift, self.kids
+        return r
 
     def full(self, single: str, multi: str, limit: int) -> bool:
         """Whether a new literal word would take this leaf past ``limit`` words (normally
