@@ -18,6 +18,8 @@ __all__ = [
     "ALGORITHMS",
     "DIALECTS",
     "LABELS",
+    "LOCK_NOTE",
+    "lock_note",
     "PahoMatcher",
     "cache_hit_share",
     "computed_lookups",
@@ -43,6 +45,19 @@ ALGORITHMS = (
 
 #: The topic dialects the single-thread experiments can measure, in the order figures use.
 DIALECTS = ("nats", "mqtt", "amqp")
+
+#: Said under every table of threaded results: which lock the locked baseline holds, and why
+#: (issue 19: the locked trie at its best, measured with tools/rwlock_scaling.py).
+LOCK_NOTE = ("LockedTrie holds one plain `threading.Lock` around every operation: on the "
+             "free-threaded build a reader-writer lock (lookups on its read side) was slower in "
+             "every mix `tools/rwlock_scaling.py` measured, so the plain lock is the locked "
+             "baseline at its best.")
+
+
+def lock_note(algorithms: Iterable[str]) -> str:
+    """`` `` + :data:`LOCK_NOTE` if a LockedTrie is among ``algorithms``, else ``""``."""
+    return " " + LOCK_NOTE if any(a.startswith("locked_trie") for a in algorithms) else ""
+
 
 LABELS = {
     "cstrie": "CS-trie (lock-free)",

@@ -152,3 +152,20 @@ def test_scaling_table_gives_quartiles_and_the_gil_rate_beside_a_free_threaded_r
     assert "160 [155–205] (1.60x)<br>GIL build: 80" in ft
     gil = out[out.index("3.11.7-gil"):out.index("3.13.5-ft")]
     assert "GIL build" not in gil.split("|---")[1]
+
+
+def test_every_threaded_table_with_a_locked_trie_says_which_lock_it_holds():
+    """Issue 19, point 4: the locked baseline is the faster lock, and every table says which."""
+    from experiments.registry import LOCK_NOTE
+
+    sharing = [_sharing(a, "shared", n, 100_000, 10.0) for a in ("cstrie", "locked_trie_nocache")
+               for n in (1, 2)]
+    contention = [_contention(a, "shared", n, 5.0) for a in ("cstrie", "locked_trie") for n in (1, 2)]
+    scaling = [_rec(experiment="scaling", algorithm=a, dialect="nats", workload="90/10-true",
+                    threads=1, unit="ops/s", values=[1.0], median=1.0,
+                    params={"wall_s": {"median": 0.01}}) for a in ("cstrie", "locked_trie")]
+    for template, recs in (("{{sharing_table}}", sharing), ("{{contention_table}}", contention),
+                           ("{{scaling_tables}}", scaling)):
+        assert LOCK_NOTE in render(template, recs), template
+        without = [r for r in recs if not r["algorithm"].startswith("locked_trie")]
+        assert LOCK_NOTE not in render(template, without), template

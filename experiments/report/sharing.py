@@ -17,7 +17,7 @@ import statistics
 from typing import Any
 
 from ..records import Record, build_order, cells, latest_run
-from ..registry import ALGORITHMS, LABELS
+from ..registry import ALGORITHMS, LABELS, lock_note
 
 __all__ = ["ablation_table", "model_table", "roundlen_table", "sharing_facts", "sharing_table"]
 
@@ -119,7 +119,8 @@ def sharing_table(records: list[Record]) -> str:
                  "*own*: one matcher per thread, built by the thread that reads it (nothing "
                  "shared: the limit of the same code here). shared / own: the median of the "
                  "round-by-round ratios (the two ran their rounds interleaved); other ratios "
-                 "are of medians within one run.")
+                 "are of medians within one run."
+                 + lock_note(r["algorithm"] for _, rs in runs for r in rs))
     return "\n".join(lines)
 
 

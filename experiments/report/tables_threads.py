@@ -6,7 +6,7 @@ from __future__ import annotations
 import statistics
 
 from ..records import Record, build_order, cells, contention_growth
-from ..registry import ALGORITHMS, LABELS
+from ..registry import ALGORITHMS, LABELS, lock_note
 from .tables import REFERENCE, build_label, build_tag, ratio_cell, row_label, run_cells
 
 __all__ = ["contention_table", "lockfree_table", "scaling_table"]
@@ -61,7 +61,8 @@ def scaling_table(records: list[Record], build: str, workload: str) -> str:
                  f"thread); below it the median CPU time per operation and the parallelism (CPU "
                  f"time / wall time), and on a free-threaded build the GIL build's median on the "
                  f"same threads; run `{recs[0]['run_id']}`. One matcher per thread built by its "
-                 f"reader, the limit beside a shared result, is in the sharing tables.")
+                 f"reader, the limit beside a shared result, is in the sharing tables."
+                 + lock_note(r["algorithm"] for r in recs))
     return "\n".join(lines)
 
 
@@ -80,7 +81,7 @@ def lockfree_table(records: list[Record], build: str) -> str:
             ratio_cell(by.get((a, w, n)), by.get((REFERENCE, w, n))) for w, n in cols) + " |")
     lines.append("")
     lines.append(f"Milliseconds per round (lower is better; ratio to the CS-trie); columns "
-                 f"are insert:lookup ratio x workers; run `{recs[0]['run_id']}`.")
+                 f"are insert:lookup ratio x workers; run `{recs[0]['run_id']}`." + lock_note(algos))
     return "\n".join(lines)
 
 
@@ -109,5 +110,6 @@ def contention_table(records: list[Record], builds: list[str]) -> str:
     lines.append("")
     lines.append("CPU µs per operation (the probe: per attribute read), median over rounds; "
                  "growth = 2 threads / 1 thread. True 90/10, the same operations in every "
-                 "thread; only whether the threads share one matcher differs.")
+                 "thread; only whether the threads share one matcher differs."
+                 + lock_note(r["algorithm"] for b in builds for r in run_cells(records, "contention", b)))
     return "\n".join(lines)
