@@ -8,7 +8,8 @@ It reproduces the experiments of *Fast Topic Matching* and *Breaking and Enterin
   installed);
 - ``throughput``: messages per second on the 3-digit workload;
 - ``memory``: bytes held per subscription (tracemalloc) at 1,000 subscriptions and growth;
-- ``scaling``: wall time of concurrent rounds at 1 to 16 threads (50/50, 90/10);
+- ``scaling``: wall time of concurrent rounds at 1 to 16 threads (50/50, 90/10), on one shared
+  matcher and, as its limit, on one matcher per thread built by that thread;
 - ``lockfree``: the second article's insert:lookup 1:1 and 1:3 comparison;
 - ``contention``, ``ownership``, ``starvation``: sharing a matcher between threads;
 - ``sharing``: why sharing costs: shared vs one matcher per thread built by its reader, at

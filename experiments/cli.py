@@ -57,7 +57,8 @@ _HELP = {
                "dense wildcard workload (pyperf)",
     "throughput": "messages per second on the 3-digit workload",
     "memory": "bytes held per subscription (tracemalloc) and its growth",
-    "scaling": "concurrent rounds at growing thread counts: 50/50, 90/10 faithful and true",
+    "scaling": ("concurrent rounds at growing thread counts: 50/50, 90/10 faithful and true; "
+                "shared, and one matcher per thread built by that thread (the limit)"),
     "lockfree": "lock-free vs locked: insert:lookup 1:1 and 1:3 at growing worker counts",
     "contention": "CPU time per operation, one shared matcher vs one per thread (1, 2 threads)",
     "sharing": "why a shared matcher loses parallelism: shared vs one per thread built by its "

@@ -327,13 +327,31 @@ def test_throughput_answers_agree_with_the_reference(results):
             assert r["params"]["oracle_mismatches"] == 0, r["params"].get("oracle_first_mismatch")
 
 
+def test_every_shared_scaling_cell_has_the_owner_built_limit_beside_it(results):
+    """Issue 19: beside each shared result, one matcher per thread built by its reader."""
+    _, recs = results
+    scaling = by_experiment(recs, "scaling")
+    cells = {(r["algorithm"], r["workload"], r["threads"]): r for r in scaling}
+    shared = [k for k in cells if not k[1].endswith("/own")]
+    assert shared
+    for a, w, n in shared:
+        s, o = cells[(a, w, n)], cells[(a, f"{w}/own", n)]
+        assert (s["params"]["sharing"], o["params"]["sharing"]) == ("shared", "own")
+        assert o["status"] == s["status"], (a, w, n)
+        assert o["params"]["write_share"] == s["params"]["write_share"]
+        if o["status"] == "ok":
+            assert o["rounds"] == s["rounds"] and o["median"] > 0
+    assert len(cells) == 2 * len(shared)
+
+
 def test_scaling_records_the_real_write_share(results):
     _, recs = results
     for r in by_experiment(recs, "scaling"):
         share, n = r["params"]["write_share"], r["threads"]
-        if r["workload"] == "50/50":
+        workload = r["workload"].removesuffix("/own")
+        if workload == "50/50":
             assert share == 0.5
-        elif r["workload"] == "90/10-faithful":
+        elif workload == "90/10-faithful":
             assert share == pytest.approx(-(-n // 10) / n)  # ceil(n / 10) writers of n
         else:
             assert 0.0 <= share <= 0.3

@@ -146,10 +146,13 @@ def test_scaling_table_gives_quartiles_and_the_gil_rate_beside_a_free_threaded_r
                     params={"wall_s": {"median": 0.01}})
     recs = [rec("3.13.5-ft", 1, [90.0, 100.0, 110.0]), rec("3.13.5-ft", 2, [150.0, 160.0, 250.0]),
             rec("3.11.7-gil", 2, [70.0, 80.0, 90.0])]
-    out = render("{{scaling_tables}}", recs)
+    own = rec("3.13.5-ft", 2, [300.0, 320.0, 340.0])
+    own["workload"] = "90/10-true/own"
+    out = render("{{scaling_tables}}", [*recs, own])
     ft = out[out.index("3.13.5-ft"):]
-    # 2 threads: median 160, quartiles 155-205, 1.60x over 1 thread; the GIL build's 80.
-    assert "160 [155–205] (1.60x)<br>GIL build: 80" in ft
+    # 2 threads: median 160, quartiles 155-205, 1.60x over 1 thread; the owner-built limit,
+    # 320, of which shared is 0.50; the GIL build's 80.
+    assert "160 [155–205] (1.60x)<br>own: 320 (shared / own 0.50)<br>GIL build: 80" in ft
     gil = out[out.index("3.11.7-gil"):out.index("3.13.5-ft")]
     assert "GIL build" not in gil.split("|---")[1]
 

@@ -7,6 +7,11 @@ with subscriber ``"abc"`` on a matcher populated with the random 5-word hot subs
 write with probability 0.1); the real write share is recorded. Unit: operations per second
 (``params.wall_s`` holds the round times).
 
+Beside every shared cell, the limit of the same code here (issue 19): workload
+``<workload>/own``, the same rounds with one matcher per thread, each built and populated by
+the thread that then runs its operations on it, so nothing is shared and every object is
+its reader's own. A shared result is read as a fraction of it.
+
 paho's ``MQTTMatcher`` is not thread-safe: it is measured at one thread (MQTT form).
 """
 
@@ -31,11 +36,12 @@ def run_scaling(run: Run, algorithms: list[str], dialects: list[str]) -> None:
     ops = size.scaling_ops
     items_nats = workloads.scaling_items(ops)
     hot_nats = workloads.hot_population(run.seed, size.scaling_population, HOT_WORDS)
-    cells = [(a, wl, n) for a in algorithms for wl in SCALING_WORKLOADS
-             for n in size.scaling_threads]
+    cells = [(a, wl, n, own) for a in algorithms for wl in SCALING_WORKLOADS
+             for n in size.scaling_threads for own in (False, True)]
     with bar(len(cells) * size.scaling_rounds, "scaling") as progress:
-        for algorithm, workload, n in cells:
-            progress.set_postfix_str(f"{algorithm} {workload} x{n}")
+        for algorithm, workload, n, own in cells:
+            name = f"{workload}/own" if own else workload
+            progress.set_postfix_str(f"{algorithm} {name} x{n}")
             dialect = "mqtt" if algorithm == "paho" else "nats"
             form = dialect_form(dialect)
             items = [form(i) for i in items_nats]
@@ -43,6 +49,7 @@ def run_scaling(run: Run, algorithms: list[str], dialects: list[str]) -> None:
             plans = [workloads.scaling_plan(workload, w, ops, run.seed) for w in range(n)]
             writes = sum(sum(p) for p in plans)
             params: dict[str, Any] = {
+                "sharing": "own" if own else "shared",
                 "ops_per_worker": ops, "total_ops": n * ops, "writes": writes,
                 "write_share": writes / (n * ops), "population": len(hot),
                 "population_words": HOT_WORDS, "subscriber": workloads.SCALING_SUBSCRIBER,
@@ -55,7 +62,7 @@ def run_scaling(run: Run, algorithms: list[str], dialects: list[str]) -> None:
             if not why and n > 1 and not registry.thread_safe(algorithm):
                 why = "not thread-safe: measured at one thread only"
             if why:
-                run.record("scaling", algorithm, dialect, workload, params, threads=n,
+                run.record("scaling", algorithm, dialect, name, params, threads=n,
                            unit="ops/s", status="skipped", note=why)
                 progress.update(size.scaling_rounds)
                 continue
@@ -65,22 +72,42 @@ def run_scaling(run: Run, algorithms: list[str], dialects: list[str]) -> None:
             hit_rates: list[float] = []
             try:
                 for _ in range(size.scaling_rounds):
-                    m, params["refused_patterns"] = populated(algorithm, dialect, items, hot)
-                    before = registry.computed_lookups(m)
-                    wall, cpu = timed_round(m, thread_plans)
-                    add_hit_share(hit_rates, m, before, n * ops - writes)
+                    if own:
+                        built: list[tuple[Any, int, int | None]] = []
+
+                        def build() -> Any:  # in each worker, untimed
+                            mine, refused = populated(algorithm, dialect, items, hot)
+                            built.append((mine, refused, registry.computed_lookups(mine)))
+                            return mine
+
+                        wall, cpu = timed_round(None, thread_plans, build=build)
+                        params["refused_patterns"] = max(r for _, r, _ in built)
+                        walked = 0
+                        for mine, _, before_own in built:  # a result cache: all the threads'
+                            after_own = registry.computed_lookups(mine)
+                            if before_own is None or after_own is None:
+                                break
+                            walked += after_own - before_own
+                        else:
+                            if n * ops > writes:
+                                hit_rates.append(registry.cache_hit_share(walked, n * ops - writes))
+                    else:
+                        m, params["refused_patterns"] = populated(algorithm, dialect, items, hot)
+                        before = registry.computed_lookups(m)
+                        wall, cpu = timed_round(m, thread_plans)
+                        add_hit_share(hit_rates, m, before, n * ops - writes)
                     walls.append(wall)
                     cpus.append(cpu)
                     progress.update(1)
             except Exception as exc:
-                run.record("scaling", algorithm, dialect, workload, params, threads=n,
+                run.record("scaling", algorithm, dialect, name, params, threads=n,
                            unit="ops/s", values=[n * ops / w for w in walls], status="failed",
                            note=f"{type(exc).__name__}: {exc}")
-                progress.write(f"  scaling {algorithm} {workload} x{n}: FAILED {exc!r}")
+                progress.write(f"  scaling {algorithm} {name} x{n}: FAILED {exc!r}")
                 progress.update(size.scaling_rounds - len(walls))
                 continue
             store_cpu(params, walls, cpus, n * ops)
             if hit_rates:
                 params["cache_hit_rate"] = spread(hit_rates)["median"]
-            run.record("scaling", algorithm, dialect, workload, params, threads=n,
+            run.record("scaling", algorithm, dialect, name, params, threads=n,
                        unit="ops/s", values=[n * ops / w for w in walls])

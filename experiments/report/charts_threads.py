@@ -17,6 +17,10 @@ __all__ = ["fig_contention", "fig_lockfree", "fig_scaling", "fig_sharing"]
 def fig_scaling(recs: list[Record], workload: str) -> Any:
     """Throughput against threads for one scaling workload: all matchers, and tries only."""
     runs = latest_runs(recs, "scaling")
+    # The owner-built limit of each matcher (workload ``<workload>/own``, same run), drawn
+    # dotted beside its shared curve in the tries panel.
+    owns = {b: [r for r in rs if r["workload"] == f"{workload}/own" and r.get("status") == "ok"]
+            for b, rs in runs}
     runs = [(b, [r for r in rs if r["workload"] == workload]) for b, rs in runs]
     runs = [(b, rs) for b, rs in runs if rs]
     if not runs:
@@ -43,6 +47,12 @@ def fig_scaling(recs: list[Record], workload: str) -> Any:
                 ax.errorbar(xs, med, yerr=err, marker=MARKERS[a], color=COLORS[a],
                             label=series_label(a), capsize=2,
                             linewidth=2.2 if a == "cstrie" else 1.2)
+                own = sorted((r for r in owns.get(build, []) if r["algorithm"] == a),
+                             key=lambda r: r["threads"])
+                if not log and own:
+                    ax.plot([r["threads"] for r in own], [r["median"] for r in own],
+                            linestyle=":", marker=MARKERS[a], color=COLORS[a], alpha=0.6,
+                            label=f"{series_label(a)}, own per thread")
             threads = sorted({r["threads"] for r in rs})
             ax.set_xticks(threads)
             if log:
@@ -70,7 +80,8 @@ def fig_scaling(recs: list[Record], workload: str) -> Any:
             ax.grid(which="both", alpha=0.3)
             ax.legend(fontsize=7)
     fig.suptitle(f"Concurrency scaling, workload {workload}: every thread runs the same "
-                 "operations on a populated matcher\nmedian, whiskers = min-max over rounds",
+                 "operations on a populated matcher\nmedian, whiskers = min-max over rounds; "
+                 "dotted: one matcher per thread built by its reader (the limit)",
                  fontsize=11)
     return finish(fig, gaps)
 

@@ -29,6 +29,11 @@ def scaling_table(records: list[Record], build: str, workload: str) -> str:
                 gil_by = {(r["algorithm"], r["threads"]): r
                           for r in run_cells(records, "scaling", b, workload=workload)}
                 break
+    # And the limit of the same code: one matcher per thread, built by its reader (same run).
+    run_id = recs[0]["run_id"]
+    own_by = {(r["algorithm"], r["threads"]): r
+              for r in run_cells(records, "scaling", build, workload=f"{workload}/own")
+              if r["run_id"] == run_id}
     lines = ["| algorithm | " + " | ".join(f"{n} thr" for n in threads) + " |",
              "|---" * (len(threads) + 1) + "|"]
     for a in algos:
@@ -47,6 +52,10 @@ def scaling_table(records: list[Record], build: str, workload: str) -> str:
                 cell += f" ({r['median'] / base['median']:.2f}x)"
             if "cache_hit_rate" in r["params"]:
                 cell += f", {r['params']['cache_hit_rate']:.0%} cache hits"
+            o = own_by.get((a, n))
+            if o is not None:
+                cell += (f"<br>own: {o['median']:,.0f} "
+                         f"(shared / own {r['median'] / o['median']:.2f})")
             g = gil_by.get((a, n))
             if g is not None:
                 cell += f"<br>GIL build: {g['median']:,.0f}"
@@ -60,8 +69,10 @@ def scaling_table(records: list[Record], build: str, workload: str) -> str:
     lines.append(f"Operations per second, median [quartiles] over rounds (speed-up over 1 "
                  f"thread); below it the median CPU time per operation and the parallelism (CPU "
                  f"time / wall time), and on a free-threaded build the GIL build's median on the "
-                 f"same threads; run `{recs[0]['run_id']}`. One matcher per thread built by its "
-                 f"reader, the limit beside a shared result, is in the sharing tables."
+                 f"same threads; run `{recs[0]['run_id']}`. *own*: the same rounds with one "
+                 f"matcher per thread, built by the thread that reads it (nothing shared: the "
+                 f"limit of the same code here), and the shared rate as a fraction of it; the "
+                 f"sharing tables break the difference down."
                  + lock_note(r["algorithm"] for r in recs))
     return "\n".join(lines)
 
