@@ -146,6 +146,13 @@ def _loadavg() -> float | None:
         return None
 
 
+#: Which cells an experiment measures, where that changed without any option changing: kept
+#: in every run file, so that a time estimate never comes from a run with other cells
+#: (experiments.estimate.WORK). ``scaling`` measures each cell shared and owner-built since
+#: e9c0b16, twice the work of earlier runs.
+CELL_LAYOUTS = {"scaling_layout": "shared+own"}
+
+
 class Run:
     """One invocation of the harness: its id, seed, size and the files it writes."""
 
@@ -170,7 +177,7 @@ class Run:
         self.status = "running"
         manifest = {
             "run_id": self.run_id, "argv": argv, "seed": seed, "size": size.as_params(),
-            **(plan or {}),
+            **(plan or {}), **CELL_LAYOUTS,
             "executable": sys.executable, "sys_version": sys.version, "started": _now(),
             "loadavg_1m": _loadavg(),
             **self.info,

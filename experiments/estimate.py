@@ -26,7 +26,7 @@ WORK: dict[str, tuple[str, ...]] = {
     "latency": ("algorithms", "dialects", "method"),
     "throughput": ("algorithms", "dialects"),
     "memory": ("algorithms", "dialects"),
-    "scaling": ("algorithms", "size.scaling_threads", "size.scaling_ops"),
+    "scaling": ("algorithms", "size.scaling_threads", "size.scaling_ops", "scaling_layout"),
     "lockfree": ("algorithms",),
     "contention": ("algorithms", "size.contention_ops"),
     "sharing": ("algorithms", "size.sharing_threads", "size.sharing_ops",
@@ -43,7 +43,8 @@ _LABELS = {"size.scaling_threads": "--threads", "size.sharing_threads": "--threa
            "size.scaling_ops": "--round-ops", "size.contention_ops": "--round-ops",
            "size.sharing_ops": "--round-ops", "size.sharing_write_shares": "--write-shares",
            "threads": "--threads", "write_shares": "--write-shares", "rounds": "--rounds",
-           "ops": "--ops", "method": "--method", "dialect": "--dialect"}
+           "ops": "--ops", "method": "--method", "dialect": "--dialect",
+           "scaling_layout": "cells"}
 
 
 def _value(run: dict[str, Any], key: str, compared: bool = True) -> Any:

@@ -76,3 +76,21 @@ def test_a_run_file_of_another_shape_is_passed_over(junk, tmp_path):
     (run.dir / "run-junk.json").write_text(junk)
     line = estimate_line(run, ["primitives"])
     assert line.startswith("no earlier smoke run of primitives"), line
+
+
+def test_a_scaling_run_from_before_the_owner_built_cells_is_not_comparable(tmp_path):
+    """Since e9c0b16 scaling measures every cell shared and owner-built: twice the work of a
+    run file without ``scaling_layout``, whose time must not be the estimate."""
+    import json
+
+    args = ("scaling", "--smoke", "--algorithms", "cstrie", "--threads", "1",
+            "--out", str(tmp_path))
+    ok_or_fail(cli(*args))
+    (run_file,) = tmp_path.glob("*/run-*.json")
+    data = json.loads(run_file.read_text())
+    assert data.pop("scaling_layout") == "shared+own"
+    run_file.write_text(json.dumps(data))
+    proc = cli(*args)
+    ok_or_fail(proc)
+    line = _estimate_line(proc.stderr)
+    assert "not comparable" in line and "cells unknown" in line and "about" not in line, line

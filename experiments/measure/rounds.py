@@ -39,10 +39,11 @@ class _Worker(threading.Thread):
 
     def __init__(self, barrier: threading.Barrier, ops: list[tuple[bool, str]],
                  matcher: Any, subscriber: Hashable, warm: bool,
-                 build: Callable[[], Any] | None = None) -> None:
+                 build: Callable[[], Any] | None = None,
+                 ready: threading.Barrier | None = None) -> None:
         super().__init__(daemon=True)
         self.barrier, self.ops, self.matcher = barrier, ops, matcher
-        self.subscriber, self.warm, self.build = subscriber, warm, build
+        self.subscriber, self.warm, self.build, self.ready = subscriber, warm, build, ready
         self.start_t = self.end_t = 0.0
         self.cpu_s = 0.0
         self.error: BaseException | None = None
@@ -57,6 +58,8 @@ class _Worker(threading.Thread):
                 first = next((item for write, item in self.ops if not write), None)
                 if first is not None:
                     look(first)
+            if self.ready is not None:
+                self.ready.wait()  # built (and warm): the caller collects, then starts the clock
             self.barrier.wait()
             # The CPU-time interval nests inside the wall-time one, so that CPU / wall cannot
             # exceed the thread count by the cost of the clock reads (it did, in short rounds).
@@ -72,6 +75,8 @@ class _Worker(threading.Thread):
         except BaseException as exc:  # re-raised by timed_round
             self.error = exc
             self.barrier.abort()
+            if self.ready is not None:
+                self.ready.abort()
 
 
 class Round(NamedTuple):
@@ -96,18 +101,30 @@ def timed_round(matcher: Any, plans: Sequence[tuple[list[tuple[bool, str]], Hash
     Every thread works on ``matcher``, unless ``per_thread`` gives each plan its own, or
     ``build`` makes each thread build its own, untimed, before the barrier (``matcher`` is
     then unused): one matcher per thread that nothing else touches, the limit of the same
-    code on this machine (issue 19). With ``warm``, each thread first looks up the first
-    topic of its plan, untimed, before the barrier: a matcher's per-thread state (a
-    ``ReplicatedTrie`` replica) is then made before timing, as a long-lived broker thread
-    makes it once.
+    code on this machine (issue 19). The garbage of those builds is collected once they are
+    all built, before the clock starts, as the main thread's is for a shared matcher. With
+    ``warm``, each thread first looks up the first topic of its plan, untimed, before the
+    barrier: a matcher's per-thread state (a ``ReplicatedTrie`` replica) is then made before
+    timing, as a long-lived broker thread makes it once.
     """
-    barrier = threading.Barrier(len(plans))
-    targets = per_thread if per_thread is not None else [matcher] * len(plans)
-    workers = [_Worker(barrier, ops, m, who, warm, build)
+    n = len(plans)
+    # With ``build``, the caller also waits at the start barrier: after ``ready`` (every
+    # matcher built) it collects, and only then lets the workers go.
+    ready = threading.Barrier(n + 1) if build is not None else None
+    barrier = threading.Barrier(n + 1 if build is not None else n)
+    targets = per_thread if per_thread is not None else [matcher] * n
+    workers = [_Worker(barrier, ops, m, who, warm, build, ready)
                for (ops, who), m in zip(plans, targets, strict=True)]
     gc.collect()
     for w in workers:
         w.start()
+    if ready is not None:
+        try:
+            ready.wait(ROUND_TIMEOUT)
+            gc.collect()
+            barrier.wait(ROUND_TIMEOUT)
+        except threading.BrokenBarrierError:
+            pass  # a worker failed (its error is raised below) or one hung (the joins say)
     for w in workers:
         w.join(ROUND_TIMEOUT)
         if w.is_alive():

@@ -164,8 +164,9 @@ def facts(records: list[Record], builds: list[str]) -> dict[str, str]:
         out[f"{tag}_cstrie_shared_parallelism"] = (
             f"{c[-1]['params']['parallelism']['median']:.2f}" if c else "n/a")
         sc = run_cells(records, "scaling", b)
-        pars = [r["params"]["parallelism"]["median"] for r in sc
-                if "parallelism" in r.get("params", {}) and r["threads"] > 1]
+        pars = [r["params"]["parallelism"]["median"] for r in sc  # shared cells, not /own
+                if "parallelism" in r.get("params", {}) and r["threads"] > 1
+                and not r["workload"].endswith("/own")]
         out[f"{tag}_scaling_max_parallelism"] = f"{max(pars):.2f}" if pars else "n/a"
         for a in ("cstrie", "locked_trie"):
             r1 = next((r for r in sc if r["algorithm"] == a and r["workload"] == "90/10-true"
