@@ -172,3 +172,31 @@ def test_every_threaded_table_with_a_locked_trie_says_which_lock_it_holds():
         assert LOCK_NOTE in render(template, recs), template
         without = [r for r in recs if not r["algorithm"].startswith("locked_trie")]
         assert LOCK_NOTE not in render(template, without), template
+
+
+def test_scaling_chart_draws_quartiles_the_owner_built_limit_and_the_gil_rate():
+    """Issue 19: the scaling chart, like its table, shows quartiles, and beside each shared
+    curve the owner-built limit and (in a free-threaded panel) the GIL build's rate."""
+    pytest.importorskip("matplotlib")
+    from experiments.report.charts_threads import fig_scaling
+
+    def rec(build, workload, threads, values):
+        ft = build.endswith("-ft")
+        return _rec(experiment="scaling", algorithm="cstrie", dialect="nats", workload=workload,
+                    threads=threads, unit="ops/s", build=build, run_id="s-" + build,
+                    gil_enabled=not ft, free_threaded_build=ft, values=values,
+                    median=sorted(values)[len(values) // 2], min=min(values), max=max(values),
+                    params={"wall_s": {"median": 0.01}, "write_share": 0.1})
+    recs = [rec(b, w, n, v) for b in ("3.11.7-gil", "3.13.5-ft") for n in (1, 2)
+            for w, v in (("90/10-true", [90.0, 100.0, 110.0, 200.0]),
+                         ("90/10-true/own", [300.0, 320.0, 340.0]))]
+    fig = fig_scaling(recs, "90/10-true")
+    ft_tries = fig.axes[3]
+    labels = [line.get_label() for line in ft_tries.get_lines()]
+    assert "CS-trie (lock-free), own per thread" in labels
+    assert "CS-trie (lock-free), GIL build" in labels
+    assert "CS-trie (lock-free), GIL build" not in [x.get_label() for x in fig.axes[2].get_lines()]
+    # Quartile whiskers: [90, 100, 110, 200] has quartiles 97.5 and 132.5 around its
+    # median 110 (min-max would reach 90 and 200).
+    caps = sorted({round(y, 1) for line in ft_tries.get_lines() for y in line.get_ydata()})
+    assert 97.5 in caps and 132.5 in caps and 200.0 not in caps, caps

@@ -9,7 +9,9 @@ from ..records import Record, cells, contention_growth
 from ..registry import ALGORITHMS, LABELS, thread_safe
 from ..text import count
 from .plotting import (COLORS, MARKERS, TRIES, Gaps, build_name, build_title, error_bars,
-                       finish, latest_runs, plain_log, plan, pyplot, series_label, thousands)
+                       finish, latest_runs, plain_log, plan, pyplot, quartile_bars,
+                       series_label, thousands)
+from .tables import build_tag
 
 __all__ = ["fig_contention", "fig_lockfree", "fig_scaling", "fig_sharing"]
 
@@ -25,6 +27,8 @@ def fig_scaling(recs: list[Record], workload: str) -> Any:
     runs = [(b, rs) for b, rs in runs if rs]
     if not runs:
         return None
+    # Beside a free-threaded panel's shared curves, the GIL build's (dashed), as the tables do.
+    gil = next((rs for b, rs in runs if build_tag(recs, b) == "gil"), [])
     plt = pyplot()
     fig, axes = plt.subplots(2, len(runs), figsize=(max(9.5, 7.5 * len(runs)), 9.5),
                              squeeze=False)
@@ -43,7 +47,7 @@ def fig_scaling(recs: list[Record], workload: str) -> Any:
                 if not c:
                     continue
                 xs = [r["threads"] for r in c]
-                med, err = error_bars(c)
+                med, err = quartile_bars(c)
                 ax.errorbar(xs, med, yerr=err, marker=MARKERS[a], color=COLORS[a],
                             label=series_label(a), capsize=2,
                             linewidth=2.2 if a == "cstrie" else 1.2)
@@ -53,6 +57,12 @@ def fig_scaling(recs: list[Record], workload: str) -> Any:
                     ax.plot([r["threads"] for r in own], [r["median"] for r in own],
                             linestyle=":", marker=MARKERS[a], color=COLORS[a], alpha=0.6,
                             label=f"{series_label(a)}, own per thread")
+                g = sorted((r for r in gil if r["algorithm"] == a and r.get("status") == "ok"),
+                           key=lambda r: r["threads"])
+                if not log and g and build_tag(recs, build) == "ft":
+                    ax.plot([r["threads"] for r in g], [r["median"] for r in g],
+                            linestyle="--", color=COLORS[a], alpha=0.45,
+                            label=f"{series_label(a)}, GIL build")
             threads = sorted({r["threads"] for r in rs})
             ax.set_xticks(threads)
             if log:
@@ -80,8 +90,9 @@ def fig_scaling(recs: list[Record], workload: str) -> Any:
             ax.grid(which="both", alpha=0.3)
             ax.legend(fontsize=7)
     fig.suptitle(f"Concurrency scaling, workload {workload}: every thread runs the same "
-                 "operations on a populated matcher\nmedian, whiskers = min-max over rounds; "
-                 "dotted: one matcher per thread built by its reader (the limit)",
+                 "operations on a populated matcher\nmedian, whiskers = quartiles over rounds; "
+                 "dotted: one matcher per thread built by its reader (the limit); dashed, "
+                 "beside a free-threaded result: the GIL build's",
                  fontsize=11)
     return finish(fig, gaps)
 

@@ -4,6 +4,8 @@ error bars, and the note under a figure that names the cells it has no data for.
 
 from __future__ import annotations
 
+import statistics
+
 import math
 import textwrap
 from collections.abc import Iterable
@@ -15,7 +17,8 @@ from ..registry import DIALECTS, LABELS, dialects_for
 
 __all__ = ["COLORS", "MARKERS", "TRIES", "Gaps", "Plan", "build_name", "build_title",
            "dialect_of", "dialects_said", "dot_rows", "error_bars", "finish", "latest_runs",
-           "plain_log", "plan", "pyplot", "series_label", "series_legend", "thousands"]
+           "plain_log", "plan", "pyplot", "quartile_bars", "series_label", "series_legend",
+           "thousands"]
 
 COLORS = {
     "cstrie": "#d62728",
@@ -75,6 +78,21 @@ def latest_runs(recs: list[Record], experiment: str) -> list[tuple[str, list[Rec
             out.append((build, [r for r in recs if r["run_id"] == run_id
                                 and r["experiment"] == experiment]))
     return out
+
+
+def quartile_bars(rs: list[Record]) -> tuple[list[float], list[list[float]]]:
+    """Medians and the distances to the first and third quartiles of each record's round
+    values (none where a record has fewer than two), as ``errorbar`` takes them."""
+    med, lo, hi = [], [], []
+    for r in rs:
+        m = r["median"]
+        vs = r.get("values") or []
+        q1, q3 = (statistics.quantiles(vs, n=4, method="inclusive")[::2] if len(vs) > 1
+                  else (m, m))
+        med.append(m)
+        lo.append(max(m - q1, 0.0))
+        hi.append(max(q3 - m, 0.0))
+    return med, [lo, hi]
 
 
 def error_bars(rs: list[Record], scale: float = 1.0) -> tuple[list[float], list[list[float]]]:
