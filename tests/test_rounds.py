@@ -68,3 +68,18 @@ def test_a_build_that_fails_fails_the_round_without_hanging():
 
     with pytest.raises(RuntimeError, match="no memory"):
         rounds.timed_round(None, [([(False, "a")], "s")] * 2, build=build)
+
+
+def test_a_build_past_the_round_timeout_is_a_timeout_not_a_broken_barrier(monkeypatch):
+    """The round's deadline covers the builds: a build that outlasts it fails the cell with
+    a TimeoutError that says so (it was an empty BrokenBarrierError)."""
+    import time
+
+    monkeypatch.setattr(rounds, "ROUND_TIMEOUT", 0.3)
+
+    def build() -> _Matcher:
+        time.sleep(0.6)
+        return _Matcher()
+
+    with pytest.raises(TimeoutError, match="within 0.3 s"):
+        rounds.timed_round(None, [([(False, "a")], "s")] * 2, build=build)

@@ -116,20 +116,35 @@ def timed_round(matcher: Any, plans: Sequence[tuple[list[tuple[bool, str]], Hash
     workers = [_Worker(barrier, ops, m, who, warm, build, ready)
                for (ops, who), m in zip(plans, targets, strict=True)]
     gc.collect()
+    # One deadline for the whole round: builds, warm-ups and operations together.
+    deadline = perf_counter() + ROUND_TIMEOUT
+    timed_out = False
     for w in workers:
         w.start()
-    if ready is not None:
-        try:
-            ready.wait(ROUND_TIMEOUT)
-            gc.collect()
-            barrier.wait(ROUND_TIMEOUT)
-        except threading.BrokenBarrierError:
-            pass  # a worker failed (its error is raised below) or one hung (the joins say)
-    for w in workers:
-        w.join(ROUND_TIMEOUT)
-        if w.is_alive():
-            raise TimeoutError(f"a worker did not finish within {ROUND_TIMEOUT:.0f} s")
+    try:
+        if ready is not None:
+            try:
+                ready.wait(ROUND_TIMEOUT)
+                gc.collect()
+                barrier.wait(max(deadline - perf_counter(), 0.0))
+            except threading.BrokenBarrierError:
+                # A worker failed (it sets its error before breaking the barriers; raised
+                # below), or this wait timed out, which broke the barrier for every worker.
+                timed_out = not any(w.error is not None and not isinstance(
+                    w.error, threading.BrokenBarrierError) for w in workers)
+        for w in workers:
+            w.join(max(deadline - perf_counter(), 0.0))
+            if w.is_alive():
+                raise TimeoutError(f"a worker did not finish within {ROUND_TIMEOUT:g} s "
+                                   "(building, warming up and running its operations)")
+    finally:
+        if ready is not None:  # leaving early (an interrupt): release every waiting worker
+            ready.abort()
+            barrier.abort()
     errors = [w.error for w in workers if w.error is not None]
+    if timed_out and all(isinstance(e, threading.BrokenBarrierError) for e in errors):
+        raise TimeoutError(f"the workers did not build and warm their matchers within "
+                           f"{ROUND_TIMEOUT:g} s")
     if errors:
         # The first worker to fail aborts the barrier; report its error, not the others'.
         raise next((e for e in errors if not isinstance(e, threading.BrokenBarrierError)),

@@ -61,8 +61,8 @@ def fig_scaling(recs: list[Record], workload: str) -> Any:
                            key=lambda r: r["threads"])
                 if not log and g and build_tag(recs, build) == "ft":
                     ax.plot([r["threads"] for r in g], [r["median"] for r in g],
-                            linestyle="--", color=COLORS[a], alpha=0.45,
-                            label=f"{series_label(a)}, GIL build")
+                            linestyle="--", marker=MARKERS[a], fillstyle="none",
+                            color=COLORS[a], alpha=0.45, label=f"{series_label(a)}, GIL build")
             threads = sorted({r["threads"] for r in rs})
             ax.set_xticks(threads)
             if log:
