@@ -296,7 +296,7 @@ class CSTrie(Generic[S]):
             if _count is not None:
                 _count("write_retry")
 
-    def _expanded(self, sn: SNode, rest: tuple[str, ...], gen: Gen) -> INode:
+    def _expanded(self, sn: SNode, rest: list[str], gen: Gen) -> INode:
         """Fresh, unpublished I-nodes holding exactly the pattern of ``sn``: one I-node per
         word that ``sn.words`` shares with ``rest`` (at least one), the remainder still in
         an S-node. Publishing it in place of ``sn`` leaves the stored patterns unchanged."""
@@ -312,7 +312,7 @@ class CSTrie(Generic[S]):
             b = Branch(EMPTY, inode)
         return inode
 
-    def _expanded_with(self, sn: SNode, rest: tuple[str, ...], subscriber: Hashable,
+    def _expanded_with(self, sn: SNode, rest: list[str], subscriber: Hashable,
                        gen: Gen) -> INode:
         """:meth:`_expanded` with the pattern ``rest`` (another than ``sn``'s, sharing any
         prefix with it) already subscribed by ``subscriber``: fresh,
@@ -373,7 +373,7 @@ class CSTrie(Generic[S]):
                         # No word of this hash slice yet: a new kid leaf holding just w.
                         # Its pairs live in the new I-node, so the count comes with it.
                         nb = (Branch(frozenset((subscriber,)), None) if i == last else
-                              Branch(EMPTY, SNode(tuple(words[i + 1:]), frozenset((subscriber,)),
+                              Branch(EMPTY, SNode(words[i + 1:], frozenset((subscriber,)),
                                                   single, multi)))
                         leaf = CNode({w: nb}, single, multi, shift=m.shift + FANOUT_BITS)
                         return (None if GCAS(inode, m, m.with_kid(j, INode(leaf, startgen)), self,
@@ -403,10 +403,10 @@ class CSTrie(Generic[S]):
             if child is None:
                 # The rest of the pattern is new: it goes in as one S-node, in one GCAS.
                 nb = Branch(EMPTY if b is None else b.subs,
-                            SNode(tuple(words[i + 1:]), frozenset((subscriber,)), single, multi))
+                            SNode(words[i + 1:], frozenset((subscriber,)), single, multi))
                 return None if GCAS(inode, m, m.updated(w, nb, single, multi), self) else _RESTART
             if type(child) is SNode:
-                rest = tuple(words[i + 1:])
+                rest = words[i + 1:]
                 if child.words == rest:
                     if subscriber in child.subs:
                         return None  # already there: linearizes at the read of m
@@ -543,7 +543,7 @@ class CSTrie(Generic[S]):
                 t = child.words
                 # Length first: comparing with a slice of the rest would copy it.
                 if (subscriber not in child.subs or len(t) != last - i
-                        or t != tuple(words[i + 1:])):
+                        or t != words[i + 1:]):
                     return False
                 rest = without_sub(child.subs, subscriber)
                 subs, child = b.subs, (child.with_subs(rest) if rest else None)
@@ -732,9 +732,10 @@ class CSTrie(Generic[S]):
         for w, b in m.branches.items():
             c = b.inode
             if c is None:
-                return TNode(SNode((w,), b.subs, self._single, self._multi), m)
+                return TNode(SNode([w], b.subs, self._single, self._multi), m)
             if type(c) is SNode and not b.subs and len(c.words) < _CONTRACT_MAX:
-                return TNode(SNode((w, *c.words), c.subs, self._single, self._multi), m)
+                # ([w] + words: sized exactly, where a display with * over-allocates.)
+                return TNode(SNode([w] + c.words, c.subs, self._single, self._multi), m)
         return m
 
     # --- lookup -----------------------------------------------------------------------------
@@ -1462,7 +1463,7 @@ class CSTrie(Generic[S]):
                     assert b.subs, f"leaf branch without subscribers at {path + w!r}"
                 elif type(c) is SNode:
                     where = path + w + self.dialect.separator
-                    assert type(c.words) is tuple and c.words, f"S-node without words at {where!r}"
+                    assert type(c.words) is list and c.words, f"S-node without words at {where!r}"
                     assert all(type(x) is str for x in c.words), f"bad S-node words at {where!r}"
                     _check_subs(c.subs, where)
                     assert c.subs, f"S-node without subscribers at {where!r}"

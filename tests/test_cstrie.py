@@ -264,12 +264,12 @@ def test_a_lone_pattern_is_one_s_node_and_expands_where_patterns_part():
     t = CSTrie()
     t.subscribe("a.b.c.d.e", 1)
     (b,) = gcas_read(t._read_root(), t).branches.values()
-    assert type(b.inode) is SNode and b.inode.words == ("b", "c", "d", "e")
+    assert type(b.inode) is SNode and b.inode.words == ["b", "c", "d", "e"]
     t.subscribe("a.b.x.y", 2)
     a = gcas_read(t._read_root(), t).branches["a"].inode
     ab = gcas_read(gcas_read(a, t).branches["b"].inode, t)
     assert set(ab.branches) == {"c", "x"}
-    assert ab.branches["c"].inode.words == ("d", "e") and ab.branches["x"].inode.words == ("y",)
+    assert ab.branches["c"].inode.words == ["d", "e"] and ab.branches["x"].inode.words == ["y"]
     assert t.lookup("a.b.c.d.e") == {1} and t.lookup("a.b.x.y") == {2}
     t.check()
     assert t.unsubscribe("a.b.c.d.e", 1) and t.unsubscribe("a.b.x.y", 2)

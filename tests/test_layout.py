@@ -183,6 +183,45 @@ def test_a_device_tree_after_sibling_churn_is_as_small_as_a_fresh_one():
     assert shape(t) == shape(_fresh_like(t))
 
 
+def _held_bytes(build) -> int:
+    """Bytes still allocated, once collected, by what ``build()`` made and returned."""
+    import gc
+
+    gc.collect()
+    tracemalloc.start()
+    try:
+        kept = build()
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    del kept
+    return held
+
+
+def test_a_device_tree_after_sibling_churn_holds_no_more_bytes_than_a_fresh_one():
+    """The same content must cost the same memory after churn (issue 18), which the shape
+    test above cannot see: a contracted S-node's words list was built by a list display
+    with ``*``, which over-allocates (48 B more per device at 2 words)."""
+    n = 2000
+
+    def fresh() -> CSTrie:
+        t = CSTrie("mqtt")
+        for i in range(n):
+            t.subscribe(f"devices/{i}/telemetry/temp", i)
+        return t
+
+    def churned() -> CSTrie:
+        t = fresh()
+        for i in range(n):
+            t.subscribe(f"devices/{i}/telemetry/x", "tmp")
+            t.unsubscribe(f"devices/{i}/telemetry/x", "tmp")
+        return t
+
+    a, b = _held_bytes(fresh), _held_bytes(churned)
+    assert b <= a * 1.01, (a / n, b / n)
+
+
 # --- found by review: a split during a clean-up; quadratic contraction --------------------
 
 
