@@ -128,22 +128,17 @@ def GCAS(inode: INode, old: Main, new: Main, trie: CSTrie[Any], neutral: bool = 
         committed = False
     elif inode.main.compare_and_set(old, new):
         p: Optional[AtomicRef[Prev]] = new.prev
-        if _fault is None and p is not None and p.get() is old:
-            # gcas_complete's commit step, inlined (every write takes it: two calls less).
-            # The same test and the same CAS: the root is a plain I-node (no RDCSS in
-            # flight) of this I-node's generation, and the trie is writable. Anything else
-            # (a descriptor, a snapshot since, a helper that already decided) goes to
-            # gcas_complete. With a fault hook installed, gcas_complete always runs, so
-            # the fault schedules drive the very code they were written against.
-            root = trie._root.get()
-            if (type(root) is INode and root.gen is inode.gen and not trie._readonly
-                    and p.compare_and_set(old, None)):
-                new.prev = None
-                committed = True
-            else:
-                gcas_complete(inode, new, trie)
-                p = new.prev  # the verdict, as below
-                committed = p is None or p.get() is None
+        # gcas_complete's commit step, inlined (every write takes it: two calls less). The
+        # same test and the same CAS: still pending, the root a plain I-node (no RDCSS in
+        # flight) of this I-node's generation, and the trie writable. Anything else (a
+        # descriptor, a snapshot since, a helper that already decided) goes to
+        # gcas_complete; so does every GCAS while a fault hook is installed, so that the
+        # fault schedules drive the very code they were written against.
+        if (_fault is None and p is not None and p.get() is old
+                and type(root := trie._root.get()) is INode and root.gen is inode.gen
+                and not trie._readonly and p.compare_and_set(old, None)):
+            new.prev = None
+            committed = True
         else:
             if _fault is not None:
                 _fault("inode_cas", "after")

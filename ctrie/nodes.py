@@ -242,13 +242,7 @@ class CNode(MainNode):
         if wc is not self.wc or word == single or word == multi:
             return CNode(branches, single, multi, lit, wc, n, self.kids, self.shift)
         # A literal word: the wildcard caches carry over (no hashing them again).
-        # (_cnode_like inlined: this runs on every write.)
-        c = CNode.__new__(CNode)
-        c.prev = None
-        c.branches = branches
-        c.pwc, c.fwc, c.wc, c.npairs, c.shift, c.kids = self.pwc, self.fwc, wc, n, self.shift, self.kids
-        c.lit = object() if lit is None else lit
-        return c
+        return _cnode_like(self, branches, lit, self.kids, n)
 
     def removed(self, word: str, single: str, multi: str) -> CNode:
         """A copy without ``word`` (same insertion tokens)."""
@@ -259,12 +253,7 @@ class CNode(MainNode):
         if word == single or word == multi:
             return CNode(branches, single, multi, self.lit, self.wc, n, self.kids, self.shift)
         # A literal word: the wildcard caches and both tokens carry over.
-        r = CNode.__new__(CNode)
-        r.prev = None
-        r.branches = branches
-        r.pwc, r.fwc, r.lit, r.wc = self.pwc, self.fwc, self.lit, self.wc
-        r.npairs, r.shift, r.kids = n, self.shift, self.kids
-        return r
+        return _cnode_like(self, branches, self.lit, self.kids, n)
 
     def full(self, single: str, multi: str, limit: int) -> bool:
         """Whether a new literal word would take this leaf past ``limit`` words (normally
@@ -300,7 +289,7 @@ class CNode(MainNode):
         kids = list(self.kids)  # type: ignore[arg-type]  # only a split C-node has kids to replace
         lit = None if kids[j] is None and kid is not None else self.lit
         kids[j] = kid
-        return _cnode_like(self, self.branches, lit, tuple(kids))
+        return _cnode_like(self, self.branches, lit, tuple(kids), self.npairs)
 
     def __repr__(self) -> str:
         if self.kids is not None:
@@ -308,13 +297,16 @@ class CNode(MainNode):
         return f"CNode({self.branches!r})"
 
 
-def _cnode_like(m: CNode, branches: dict[str, Branch], lit: object, kids: Optional[Kids]) -> CNode:
-    """A C-node with ``m``'s wildcard caches, ``wc`` token, pair count and shift."""
+def _cnode_like(m: CNode, branches: dict[str, Branch], lit: object, kids: Optional[Kids],
+                npairs: int) -> CNode:
+    """A C-node with ``m``'s wildcard caches, ``wc`` token and shift: the copy every write
+    of a literal word makes (no hashing of the wildcards again). ``lit`` None: a new token."""
     c = CNode.__new__(CNode)
     c.prev = None
     c.branches = branches
-    c.pwc, c.fwc, c.wc, c.npairs, c.shift = m.pwc, m.fwc, m.wc, m.npairs, m.shift
+    c.pwc, c.fwc, c.wc, c.shift = m.pwc, m.fwc, m.wc, m.shift
     c.lit = object() if lit is None else lit
+    c.npairs = npairs
     c.kids = kids
     return c
 
