@@ -397,7 +397,7 @@ class _Cells:
                     ns.append(dt * 1e9 / len(batch))
                     total += dt
                 rates.append(len(topics) / total)
-                add_hit_share(hits, m, before, len(topics))
+                add_hit_share(hits, [(m, before)], len(topics))
                 del m, look
                 self.progress.update(1)
         except Exception as exc:
@@ -438,7 +438,7 @@ class _Cells:
                 before = registry.computed_lookups(m)
                 wall, cpu = timed_round(m, plans, per_thread=[_Writer(m) for _ in plans],
                                         warm=True)
-                add_hit_share(hits, m, before, n * opts.ops - writes)
+                add_hit_share(hits, [(m, before)], n * opts.ops - writes)
                 walls.append(wall)
                 cpus.append(cpu)
                 self.progress.update(1)

@@ -73,7 +73,7 @@ def run_lockfree(run: Run, algorithms: list[str], dialects: list[str]) -> None:
                     m = registry.make(algorithm, dialect, topic_space=its, max_words=3)
                     before = registry.computed_lookups(m)
                     wall, cpu = timed_round(m, plans)
-                    add_hit_share(hit_rates, m, before, lookers * ops)
+                    add_hit_share(hit_rates, [(m, before)], lookers * ops)
                     walls.append(wall)
                     cpus.append(cpu)
                     # Every insert stored a new pair: a lost update would show here.

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import gc
 import threading
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from time import perf_counter, thread_time
 from typing import Any, NamedTuple
 
@@ -124,7 +124,7 @@ def timed_round(matcher: Any, plans: Sequence[tuple[list[tuple[bool, str]], Hash
     try:
         if ready is not None:
             try:
-                ready.wait(ROUND_TIMEOUT)
+                ready.wait(max(deadline - perf_counter(), 0.0))
                 gc.collect()
                 barrier.wait(max(deadline - perf_counter(), 0.0))
             except threading.BrokenBarrierError:
@@ -163,12 +163,19 @@ def spread(values: list[float]) -> dict[str, float]:
             "min": v[0], "max": v[-1]}
 
 
-def add_hit_share(out: list[float], matcher: Any, before: int | None, lookups: int) -> None:
-    """Append the share of a round's ``lookups`` that ``matcher``'s result cache answered
-    (nothing for a matcher without one; see registry.computed_lookups)."""
-    after = registry.computed_lookups(matcher)
-    if before is not None and after is not None and lookups > 0:
-        out.append(registry.cache_hit_share(after - before, lookups))
+def add_hit_share(out: list[float], readings: Iterable[tuple[Any, int | None]],
+                  lookups: int) -> None:
+    """Append the share of a round's ``lookups`` that the result caches answered, from the
+    ``(matcher, computed lookups before the round)`` of every matcher the round used (one,
+    or one per thread); nothing for matchers without a cache (registry.computed_lookups)."""
+    walked = 0
+    for matcher, before in readings:
+        after = registry.computed_lookups(matcher)
+        if before is None or after is None:
+            return
+        walked += after - before
+    if lookups > 0:
+        out.append(registry.cache_hit_share(walked, lookups))
 
 
 def populated(algorithm: str, dialect: str, items: list[str],

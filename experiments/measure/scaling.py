@@ -78,29 +78,23 @@ def run_scaling(run: Run, algorithms: list[str], dialects: list[str]) -> None:
             try:
                 for _ in range(size.scaling_rounds):
                     if own:
-                        built: list[tuple[Any, int, int | None]] = []
+                        built: list[tuple[Any, int | None]] = []  # (matcher, before)
+                        refusals: list[int] = []
 
                         def build() -> Any:  # in each worker, untimed
                             mine, refused = populated(algorithm, dialect, items, hot)
-                            built.append((mine, refused, registry.computed_lookups(mine)))
+                            refusals.append(refused)
+                            built.append((mine, registry.computed_lookups(mine)))
                             return mine
 
                         wall, cpu = timed_round(None, thread_plans, build=build, warm=True)
-                        params["refused_patterns"] = max(r for _, r, _ in built)
-                        walked = 0
-                        for mine, _, before_own in built:  # a result cache: all the threads'
-                            after_own = registry.computed_lookups(mine)
-                            if before_own is None or after_own is None:
-                                break
-                            walked += after_own - before_own
-                        else:
-                            if n * ops > writes:
-                                hit_rates.append(registry.cache_hit_share(walked, lookups))
+                        params["refused_patterns"] = max(refusals)
+                        add_hit_share(hit_rates, built, lookups)  # all the threads' caches
                     else:
                         m, params["refused_patterns"] = populated(algorithm, dialect, items, hot)
                         before = registry.computed_lookups(m)
                         wall, cpu = timed_round(m, thread_plans, warm=True)
-                        add_hit_share(hit_rates, m, before, lookups)
+                        add_hit_share(hit_rates, [(m, before)], lookups)
                     walls.append(wall)
                     cpus.append(cpu)
                     progress.update(1)

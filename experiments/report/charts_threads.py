@@ -21,14 +21,18 @@ def fig_scaling(recs: list[Record], workload: str) -> Any:
     runs = latest_runs(recs, "scaling")
     # The owner-built limit of each matcher (workload ``<workload>/own``, same run), drawn
     # dotted beside its shared curve in the tries panel.
-    owns = {b: [r for r in rs if r["workload"] == f"{workload}/own" and r.get("status") == "ok"]
-            for b, rs in runs}
+    owns = {b: [r for r in rs if r["workload"] == f"{workload}/own"] for b, rs in runs}
     runs = [(b, [r for r in rs if r["workload"] == workload]) for b, rs in runs]
     runs = [(b, rs) for b, rs in runs if rs]
     if not runs:
         return None
     # Beside a free-threaded panel's shared curves, the GIL build's (dashed), as the tables do.
     gil = next((rs for b, rs in runs if build_tag(recs, b) == "gil"), [])
+
+    def measured(rs: list[Record], a: str) -> list[Record]:
+        """``a``'s measured cells among ``rs``, by thread count."""
+        return sorted((r for r in rs if r["algorithm"] == a and r.get("status") == "ok"),
+                      key=lambda r: r["threads"])
     plt = pyplot()
     fig, axes = plt.subplots(2, len(runs), figsize=(max(9.5, 7.5 * len(runs)), 9.5),
                              squeeze=False)
@@ -51,14 +55,12 @@ def fig_scaling(recs: list[Record], workload: str) -> Any:
                 ax.errorbar(xs, med, yerr=err, marker=MARKERS[a], color=COLORS[a],
                             label=series_label(a), capsize=2,
                             linewidth=2.2 if a == "cstrie" else 1.2)
-                own = sorted((r for r in owns.get(build, []) if r["algorithm"] == a),
-                             key=lambda r: r["threads"])
+                own = measured(owns.get(build, []), a)
                 if not log and own:
                     ax.plot([r["threads"] for r in own], [r["median"] for r in own],
                             linestyle=":", marker=MARKERS[a], color=COLORS[a], alpha=0.6,
                             label=f"{series_label(a)}, own per thread")
-                g = sorted((r for r in gil if r["algorithm"] == a and r.get("status") == "ok"),
-                           key=lambda r: r["threads"])
+                g = measured(gil, a)
                 if not log and g and build_tag(recs, build) == "ft":
                     ax.plot([r["threads"] for r in g], [r["median"] for r in g],
                             linestyle="--", marker=MARKERS[a], fillstyle="none",

@@ -4,9 +4,8 @@ error bars, and the note under a figure that names the cells it has no data for.
 
 from __future__ import annotations
 
-import statistics
-
 import math
+import statistics
 import textwrap
 from collections.abc import Iterable
 from dataclasses import dataclass
