@@ -23,8 +23,8 @@ from typing import Any
 from .env import PROJECT_ROOT, Run
 from .writing import WriteError
 
-__all__ = ["PROG_ENV", "RUN_REPORT_ENV", "Terminated", "child_env", "inherited_fds", "reexec",
-           "report_run", "terminate"]
+__all__ = ["PROG_ENV", "RUN_REPORT_ENV", "Terminated", "child_env", "end_failed",
+           "end_interrupted", "inherited_fds", "reexec", "report_run", "terminate"]
 
 #: The environment variable naming the file a re-run reports what it wrote to.
 RUN_REPORT_ENV = "CSTRIE_RUN_REPORT"
