@@ -393,26 +393,31 @@ class CSTrie(Generic[S]):
             if i == last:
                 if b is None:
                     nb = Branch(frozenset((subscriber,)), None)
-                elif subscriber in b.subs:
-                    return None  # already there: linearizes at the read of m
                 else:
-                    nb = Branch(with_sub(b.subs, subscriber), b.inode)
-                # Linearization point: the commit of this GCAS.
-                return None if GCAS(inode, m, m.updated(w, nb, single, multi), self) else _RESTART
+                    subs = with_sub(b.subs, subscriber)
+                    if subs is b.subs:
+                        return None  # already there: linearizes at the read of m
+                    nb = Branch(subs, b.inode)
+                # Linearization point: the commit of this GCAS (one pair more).
+                return (None if GCAS(inode, m, m.updated(w, nb, single, multi, m.npairs + 1), self)
+                        else _RESTART)
             child = None if b is None else b.inode
             if child is None:
                 # The rest of the pattern is new: it goes in as one S-node, in one GCAS.
                 nb = Branch(EMPTY if b is None else b.subs,
                             SNode(words[i + 1:], frozenset((subscriber,)), single, multi))
-                return None if GCAS(inode, m, m.updated(w, nb, single, multi), self) else _RESTART
+                return (None if GCAS(inode, m, m.updated(w, nb, single, multi, m.npairs + 1), self)
+                        else _RESTART)
             if type(child) is SNode:
                 rest = words[i + 1:]
                 if child.words == rest:
-                    if subscriber in child.subs:
+                    subs = with_sub(child.subs, subscriber)
+                    if subs is child.subs:
                         return None  # already there: linearizes at the read of m
                     # (``b`` is set: ``child`` came from it. Likewise below.)
-                    nb = Branch(b.subs, child.with_subs(with_sub(child.subs, subscriber)))  # type: ignore[union-attr]
-                    return None if GCAS(inode, m, m.updated(w, nb, single, multi), self) else _RESTART
+                    nb = Branch(b.subs, child.with_subs(subs))  # type: ignore[union-attr]
+                    return (None if GCAS(inode, m, m.updated(w, nb, single, multi, m.npairs + 1), self)
+                            else _RESTART)
                 if self._leaf_max >= 2:
                     # Another pattern: expand the S-node into fresh I-nodes down to where
                     # the two patterns part, with the new pattern already in them, and

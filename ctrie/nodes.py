@@ -223,21 +223,28 @@ class CNode(MainNode):
         self.kids = kids
         self.shift = shift
 
-    def updated(self, word: str, branch: Branch, single: str, multi: str) -> CNode:
+    def updated(self, word: str, branch: Branch, single: str, multi: str,
+                npairs: Optional[int] = None) -> CNode:
         """A copy with ``word`` mapped to ``branch`` (a new insertion token if ``word`` is
-        new here)."""
+        new here). ``npairs``: the copy's pair count, where the caller knows it (a write
+        that adds one pair: ``self.npairs + 1``); else it is counted from the old and the
+        new branch (``len()`` of a large subscriber set is a Python-level call)."""
         branches = self.branches.copy()
-        c: INode | SNode | CNode | None = branch.inode  # _pairs(branch) inlined: on every write
-        n = self.npairs + (len(branch.subs) + len(c.subs) if type(c) is SNode else len(branch.subs))
         lit, wc = self.lit, self.wc
-        if word in branches:
-            b = branches[word]
-            c = b.inode
-            n -= len(b.subs) + len(c.subs) if type(c) is SNode else len(b.subs)
-        elif word == single or word == multi:
-            wc = None  # a fresh token
+        if npairs is None:
+            c: INode | SNode | CNode | None = branch.inode  # _pairs(branch) inlined: on every write
+            n = self.npairs + (len(branch.subs) + len(c.subs) if type(c) is SNode else len(branch.subs))
+            if word in branches:
+                b = branches[word]
+                c = b.inode
+                n -= len(b.subs) + len(c.subs) if type(c) is SNode else len(b.subs)
         else:
-            lit = None
+            n = npairs
+        if word not in branches:
+            if word == single or word == multi:
+                wc = None  # a fresh token
+            else:
+                lit = None
         branches[word] = branch
         if wc is not self.wc or word == single or word == multi:
             return CNode(branches, single, multi, lit, wc, n, self.kids, self.shift)

@@ -5,8 +5,9 @@ A branch's subscribers are a ``frozenset`` while there are at most ``SUBS_FLAT``
 A larger set is a :class:`SubSet`: a persistent hash trie over the subscribers' hashes, the
 Ctrie's layout without I-nodes (the whole set is immutable and is replaced, inside its
 branch, by the level's one GCAS). Its nodes are tuple leaves of at most 32 members, or
-tuples of 32 children indexed by five bits of the hash, so adding or removing one subscriber
-copies one leaf and O(log32 n) tuples of 32, whatever the size, where a flat set copied all n.
+lists of 32 children indexed by five bits of the hash (lists so that a write copies one with
+a C-level slice; none is changed once published), so adding or removing one subscriber
+copies one leaf and O(log32 n) lists of 32, whatever the size, where a flat set copied all n.
 
 ``lookup`` must still return a ``frozenset`` (the contract), so a :class:`SubSet`
 materialises one the first time a lookup asks, O(n), and caches it on itself: once per
@@ -22,6 +23,8 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterator
 from typing import Any, Optional, Union, final
 
+_new = object.__new__
+
 __all__ = ["SUBS_FLAT", "SubSet", "Subscribers", "with_sub", "without_sub", "as_frozenset"]
 
 #: The most subscribers a branch keeps in a flat ``frozenset``. A SubSet shrinking to half
@@ -36,28 +39,26 @@ _BITS = 5
 _FANOUT = 1 << _BITS
 _MASK = _FANOUT - 1
 _MAX_SHIFT = 60  # past this a hash has no bits left: such a leaf grows instead of splitting
+#: The most members a leaf tuple holds before it splits.
+_LEAF = 32
 
 #: A branch's subscribers. Members are ``Any``: a trie's subscriber type is checked where
 #: subscribers come in (``CSTrie[S].subscribe``), not in its nodes.
 Subscribers = Union[frozenset[Any], "SubSet"]
-#: A node of a SubSet: a leaf tuple of members or an :class:`_Inner` of children.
-_Node = tuple[Any, ...]
-
-
-class _Inner(tuple[Any, ...]):
-    """An inner node of a SubSet: ``_FANOUT`` children, each None, a leaf or an _Inner.
-    (A tuple subclass, so that a leaf, a plain tuple, is told from it by type.)"""
-
-    __slots__ = ()
+#: A node of a SubSet: a leaf tuple of members, or an inner list of ``_FANOUT`` children.
+_Node = Union[tuple[Any, ...], list[Any]]
 
 
 @final
 class SubSet:
     """A persistent set of more than ``SUBS_FLAT // 2`` subscribers (see the module).
 
-    Nodes: leaves are plain tuples of at most ``_LEAF`` (32) members (a tuple costs 8 bytes a
-    member where a small frozenset costs 200 bytes; ``in`` scans it in C), inner nodes are
-    :class:`_Inner` tuples of 32 children indexed by five bits of the member's hash.
+    Nodes: leaves are tuples of at most ``_LEAF`` (32) members (a tuple costs 8 bytes a
+    member where a small frozenset costs 200 bytes; ``in`` scans it in C); inner nodes are
+    lists of ``_FANOUT`` (32) children (None, a leaf or an inner list), indexed by five bits
+    of the member's hash. A list, not a tuple, because a write copies it with one C-level
+    slice and sets one slot of the copy; no list is ever changed once a SubSet that reaches
+    it has been returned (the builders only write into their own fresh copies).
     Supports what the trie needs of a subscriber set: ``in``, ``len``, truth, iteration and
     :meth:`frozen`; updates through :func:`with_sub` / :func:`without_sub`. O(log32 n)
     membership, O(_LEAF + 32 log32 n) updates, O(n) once for :meth:`frozen`.
@@ -84,7 +85,7 @@ class SubSet:
         node = self.root
         h = hash(x)
         shift = 0
-        while type(node) is _Inner:
+        while type(node) is list:
             node = node[(h >> shift) & _MASK]
             if node is None:
                 return False
@@ -94,15 +95,15 @@ class SubSet:
     def __iter__(self) -> Iterator[Any]:
         return iter(self.frozen())
 
-    def leaves(self) -> Iterator[_Node]:
+    def leaves(self) -> Iterator[tuple[Any, ...]]:
         """The leaf tuples, depth first."""
         stack = [self.root]
         while stack:
             node = stack.pop()
-            if type(node) is _Inner:
+            if type(node) is list:
                 stack.extend(c for c in node if c is not None)
             else:
-                yield node
+                yield node  # type: ignore[misc]  # not a list: a leaf tuple
 
     def frozen(self) -> frozenset[Any]:
         """The members as a ``frozenset``: built once per SubSet, O(n), then cached. When
@@ -132,63 +133,66 @@ class SubSet:
 
     @classmethod
     def of(cls, members: frozenset[Any]) -> SubSet:
-        """A SubSet holding ``members``. O(len(members) log n)."""
-        root: _Node = ()
-        for x in members:
-            root = _add(root, x, hash(x), 0)
-        return cls(root, len(members))
+        """A SubSet holding ``members``, built in one pass over them: O(n log32 n)."""
+        return cls(_build([(hash(x), x) for x in members], 0), len(members))
 
 
-#: The most members a leaf tuple holds before it splits.
-_LEAF = 32
+def _build(items: list[tuple[int, Any]], shift: int) -> _Node:
+    """The node holding ``items`` (pairs of hash and member) below ``shift`` hash bits."""
+    if len(items) <= _LEAF or shift >= _MAX_SHIFT:
+        return tuple(x for _, x in items)
+    groups: list[list[tuple[int, Any]]] = [[] for _ in range(_FANOUT)]
+    for hx in items:
+        groups[(hx[0] >> shift) & _MASK].append(hx)
+    return [_build(g, shift + _BITS) if g else None for g in groups]
 
 
-def _add(node: _Node, x: Hashable, h: int, shift: int) -> _Node:
-    """``node`` with ``x`` added (``x`` not in it): path copy."""
-    if type(node) is _Inner:
-        j = (h >> shift) & _MASK
-        t = list(node)
-        c = t[j]
-        t[j] = (x,) if c is None else _add(c, x, h, shift + _BITS)
-        return _Inner(t)
-    if len(node) < _LEAF or shift >= _MAX_SHIFT:
-        return node + (x,)
-    # A full leaf: split it on the next five bits (each part then holds about 1/32 of it).
-    groups: list[Optional[_Node]] = [None] * _FANOUT
-    for y in node:
+def _split(leaf: tuple[Any, ...], x: Hashable, shift: int) -> _Node:
+    """A full ``leaf`` at ``shift`` with ``x`` added: an inner node of leaves (a group that
+    is still too large, all its members' hashes agreeing on these bits, goes one level
+    further)."""
+    groups: list[Any] = [None] * _FANOUT
+    for y in (*leaf, x):
         j = (hash(y) >> shift) & _MASK
         g = groups[j]
         groups[j] = (y,) if g is None else g + (y,)
-    return _add(_Inner(groups), x, h, shift)
+    for j, g in enumerate(groups):
+        if g is not None and len(g) > _LEAF:
+            groups[j] = _build([(hash(y), y) for y in g], shift + _BITS)
+    return groups
 
 
 def _remove(node: _Node, x: Hashable, h: int, shift: int) -> Optional[_Node]:
     """``node`` without ``x`` (``x`` in it), or None if nothing is left: path copy. An inner
     node left with only leaves of ``_LEAF`` members in all folds back into one leaf."""
-    if type(node) is not _Inner:
+    if type(node) is not list:
         i = node.index(x)
-        return (node[:i] + node[i + 1:]) or None
+        return (node[:i] + node[i + 1:]) or None  # type: ignore[operator]  # a leaf tuple
     j = (h >> shift) & _MASK
-    t = list(node)
+    t = node[:]
     t[j] = _remove(node[j], x, h, shift + _BITS)
     total = 0
     for c in t:
         if c is None:
             continue
-        if type(c) is _Inner:
-            return _Inner(t)
+        if type(c) is list:
+            return t
         total += len(c)
         if total > _LEAF:
-            return _Inner(t)
+            return t
     return tuple(y for c in t if c is not None for y in c) if total else None
 
 
 def with_sub(subs: Subscribers, x: Hashable) -> Subscribers:
-    """``subs`` plus ``x`` (which must not be in it). A flat set past ``SUBS_FLAT`` becomes
-    a SubSet."""
+    """``subs`` plus ``x``; ``subs`` itself (the same object) if ``x`` is in it already, so
+    that a caller tells "already there" by identity, without a membership test of its own.
+    A flat set past ``SUBS_FLAT`` becomes a SubSet. O(_LEAF + 32 log32 n): a SubSet's write
+    copies one leaf and the inner lists on the way down to it, top-down, in one pass."""
     # Tested as "not a SubSet" (the same one test as "a frozenset"): SubSet is final, so
     # the type checker narrows both branches.
     if type(subs) is not SubSet:
+        if x in subs:
+            return subs
         if len(subs) < SUBS_FLAT:
             return subs | {x}
         s = SubSet.of(subs)
@@ -196,7 +200,38 @@ def with_sub(subs: Subscribers, x: Hashable) -> Subscribers:
     else:
         s = subs
         f = s._frozen
-    return SubSet(_add(s.root, x, hash(x), 0), s.size + 1, None if f is None else (f, x, True))
+    h = hash(x)
+    node = s.root
+    if type(node) is tuple:  # a single leaf
+        if x in node:
+            return subs
+        new: _Node = node + (x,) if len(node) < _LEAF else _split(node, x, 0)
+    else:
+        # Copy the inner lists on the way down, each linked into the copy above it; the
+        # copies are this call's own until the SubSet is returned. (Already there: the
+        # copies are dropped and ``subs`` returned.)
+        t: list[Any] = node[:]  # type: ignore[assignment]  # not a leaf tuple: an inner list
+        new = t
+        shift = 0
+        while True:
+            j = (h >> shift) & _MASK
+            c = t[j]
+            shift += _BITS
+            if type(c) is list:
+                t[j] = t = c[:]
+                continue
+            if c is None:
+                t[j] = (x,)
+            elif x in c:
+                return subs
+            elif len(c) < _LEAF or shift >= _MAX_SHIFT:
+                t[j] = c + (x,)
+            else:
+                t[j] = _split(c, x, shift)
+            break
+    r = _new(SubSet)
+    r.root, r.size, r._frozen, r._base = new, s.size + 1, None, None if f is None else (f, x, True)
+    return r
 
 
 def without_sub(subs: Subscribers, x: Hashable) -> Subscribers:
