@@ -5,8 +5,8 @@ A branch's subscribers are a ``frozenset`` while there are at most ``SUBS_FLAT``
 A larger set is a :class:`SubSet`: a persistent hash trie over the subscribers' hashes, the
 Ctrie's layout without I-nodes (the whole set is immutable and is replaced, inside its
 branch, by the level's one GCAS). Its nodes are tuple leaves of at most 32 members, or
-lists of 32 children indexed by five bits of the hash (lists so that a write copies one with
-a C-level slice; none is changed once published), so adding or removing one subscriber
+lists of 32 children indexed by five bits of the hash (lists, so that a write sets one slot
+in its own copy of one; no list is changed once published), so adding or removing one subscriber
 copies one leaf and O(log32 n) lists of 32, whatever the size, where a flat set copied all n.
 
 ``lookup`` must still return a ``frozenset`` (the contract), so a :class:`SubSet`
@@ -56,9 +56,9 @@ class SubSet:
     Nodes: leaves are tuples of at most ``_LEAF`` (32) members (a tuple costs 8 bytes a
     member where a small frozenset costs 200 bytes; ``in`` scans it in C); inner nodes are
     lists of ``_FANOUT`` (32) children (None, a leaf or an inner list), indexed by five bits
-    of the member's hash. A list, not a tuple, because a write copies it with one C-level
-    slice and sets one slot of the copy; no list is ever changed once a SubSet that reaches
-    it has been returned (the builders only write into their own fresh copies).
+    of the member's hash. A list, not a tuple, because a write slices it and sets one slot
+    of its copy in place; no list is ever changed once a SubSet that reaches it has been
+    returned (the builders only write into their own fresh copies).
     Supports what the trie needs of a subscriber set: ``in``, ``len``, truth, iteration and
     :meth:`frozen`; updates through :func:`with_sub` / :func:`without_sub`. O(log32 n)
     membership, O(_LEAF + 32 log32 n) updates, O(n) once for :meth:`frozen`.
@@ -68,6 +68,8 @@ class SubSet:
 
     def __init__(self, root: _Node, size: int,
                  base: Optional[tuple[frozenset[Any], Hashable, bool]] = None) -> None:
+        # (with_sub sets these four fields without this call: a field added here goes
+        # there too; an unset slot fails its first read with AttributeError.)
         self.root = root
         self.size = size
         self._frozen: Optional[frozenset[Any]] = None
@@ -148,9 +150,10 @@ def _build(items: list[tuple[int, Any]], shift: int) -> _Node:
 
 
 def _split(leaf: tuple[Any, ...], x: Hashable, shift: int) -> _Node:
-    """A full ``leaf`` at ``shift`` with ``x`` added: an inner node of leaves (a group that
-    is still too large, all its members' hashes agreeing on these bits, goes one level
-    further)."""
+    """A full ``leaf`` at ``shift`` with ``x`` added: an inner node of leaves. A group still
+    too large (its members' hashes agree on these bits) is built by :func:`_build`, as
+    many levels further down as its hashes need, or left as one larger leaf once the
+    hashes have no bits left."""
     groups: list[Any] = [None] * _FANOUT
     for y in (*leaf, x):
         j = (hash(y) >> shift) & _MASK
@@ -164,7 +167,8 @@ def _split(leaf: tuple[Any, ...], x: Hashable, shift: int) -> _Node:
 
 def _remove(node: _Node, x: Hashable, h: int, shift: int) -> Optional[_Node]:
     """``node`` without ``x`` (``x`` in it), or None if nothing is left: path copy. An inner
-    node left with only leaves of ``_LEAF`` members in all folds back into one leaf."""
+    node left with only leaves, of at most ``_LEAF`` members in all, folds back into one
+    leaf."""
     if type(node) is not list:
         i = node.index(x)
         return (node[:i] + node[i + 1:]) or None  # type: ignore[operator]  # a leaf tuple
@@ -208,8 +212,10 @@ def with_sub(subs: Subscribers, x: Hashable) -> Subscribers:
         new: _Node = node + (x,) if len(node) < _LEAF else _split(node, x, 0)
     else:
         # Copy the inner lists on the way down, each linked into the copy above it; the
-        # copies are this call's own until the SubSet is returned. (Already there: the
-        # copies are dropped and ``subs`` returned.)
+        # copies are this call's own until the SubSet is returned. Already there: the
+        # copies are dropped and ``subs`` returned, so an idempotent subscribe pays for
+        # them (measured at 40,000 members: 0.54 us against 0.31 for copying bottom-up
+        # after a search, which made every new member 0.26 us dearer, 0.90 -> 1.17 us).
         t: list[Any] = node[:]  # type: ignore[assignment]  # not a leaf tuple: an inner list
         new = t
         shift = 0
@@ -229,7 +235,7 @@ def with_sub(subs: Subscribers, x: Hashable) -> Subscribers:
             else:
                 t[j] = _split(c, x, shift)
             break
-    r = _new(SubSet)
+    r = _new(SubSet)  # SubSet(...) without its __init__ call: the same four fields
     r.root, r.size, r._frozen, r._base = new, s.size + 1, None, None if f is None else (f, x, True)
     return r
 

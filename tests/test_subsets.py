@@ -4,9 +4,9 @@ Random adds and removes drive one set across both of its boundaries (flat -> Sub
 SUBS_FLAT, back to flat at SUBS_FLAT // 2) many times; after every step the set must agree
 with the model on membership (members and non-members), size, iteration and the frozenset
 a lookup would return, and must have the representation its size calls for; adding a
-member that is already there returns the set itself. Subscribers
-include values with colliding hashes (equal hash, unequal value), so leaves that cannot
-split are exercised too.
+member that is already there returns the set itself. Subscribers include values with
+colliding hashes (equal hash, unequal value), so leaves that cannot split are exercised
+too.
 """
 
 from __future__ import annotations
