@@ -36,21 +36,19 @@ class Collide:
         return f"Collide({self.v})"
 
 
-@pytest.mark.parametrize("seed", range(4))
-def test_a_subscriber_set_agrees_with_a_set_across_its_boundaries(seed):
-    rnd = random.Random(seed)
-    universe = [*range(3 * SUBS_FLAT), *(f"s{i}" for i in range(SUBS_FLAT)),
-                *(Collide(i) for i in range(40)), -1, -2, 2 ** 64, None]
+def _versions(rnd: random.Random, universe: list, steps: int, high: int):
+    """The successive versions of one set under random adds and removes, as (step, set,
+    model): it grows to ``high`` members, mostly adding, then shrinks to ``SUBS_FLAT // 4``,
+    mostly removing, and again. Adding a member that is already there must hand back the
+    same set, which is how a write tells."""
     model: set = set()
     s = frozenset()
     grow = True
-    conversions = 0
-    for step in range(8000):
-        if len(model) >= 2 * SUBS_FLAT:
+    for step in range(steps):
+        if len(model) >= high:
             grow = False
         elif len(model) <= SUBS_FLAT // 4:
             grow = True
-        before = type(s)
         if model and (not grow) == (rnd.random() < 0.8):
             x = rnd.choice(list(model))
             s = without_sub(s, x)
@@ -58,12 +56,23 @@ def test_a_subscriber_set_agrees_with_a_set_across_its_boundaries(seed):
         else:
             x = rnd.choice(universe)
             if x in model:
-                # Already there: the same object back, which is how a write tells.
                 assert with_sub(s, x) is s, (step, x)
             else:
                 s = with_sub(s, x)
                 model.add(x)
+        yield step, s, model
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_subscriber_set_agrees_with_a_set_across_its_boundaries(seed):
+    rnd = random.Random(seed)
+    universe = [*range(3 * SUBS_FLAT), *(f"s{i}" for i in range(SUBS_FLAT)),
+                *(Collide(i) for i in range(40)), -1, -2, 2 ** 64, None]
+    conversions = 0
+    before: type = frozenset
+    for step, s, model in _versions(rnd, universe, 8000, 2 * SUBS_FLAT):
         conversions += type(s) is not before
+        before = type(s)
         assert len(s) == len(model), step
         probe = rnd.choice(universe)
         assert (probe in s) == (probe in model), (step, probe)
@@ -105,27 +114,9 @@ def test_no_version_of_a_subscriber_set_changes_when_later_versions_are_written(
     # snapshot or a lookup may hold any old version. Every version kept, then checked at
     # the end against the model of its own step: a write that changed a node it shares
     # with its predecessor (instead of copying it) changes an old version.
-    rnd = random.Random(7)
     universe = [*range(1500), *(Collide(i) for i in range(60))]
-    model: set = set()
-    s = frozenset()
-    history = []
-    grow = True
-    for _ in range(4000):
-        if len(model) >= 1200:
-            grow = False
-        elif len(model) <= SUBS_FLAT // 4:
-            grow = True
-        if model and (not grow) == (rnd.random() < 0.8):
-            x = rnd.choice(list(model))
-            s = without_sub(s, x)
-            model.discard(x)
-        else:
-            x = rnd.choice(universe)
-            if x not in model:
-                s = with_sub(s, x)
-                model.add(x)
-        history.append((s, frozenset(model)))
+    history = [(s, frozenset(model))
+               for _, s, model in _versions(random.Random(7), universe, 4000, 1200)]
     assert any(type(v) is SubSet and len(v) > 1000 for v, _ in history)
     for step, (v, m) in enumerate(history):
         got = _members(v)
