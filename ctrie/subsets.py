@@ -41,6 +41,12 @@ _MASK = _FANOUT - 1
 _MAX_SHIFT = 60  # past this a hash has no bits left: such a leaf grows instead of splitting
 #: The most members a leaf tuple holds before it splits.
 _LEAF = 32
+#: An inner node of leaves folds back into one leaf once they hold this many members in
+#: all. Half of ``_LEAF``, not ``_LEAF``: a leaf that splits at 33 members would otherwise
+#: fold again at 32, so that a subscriber coming and going beside a full leaf split and
+#: folded it on every write (measured at 1,000 subscribers of one pattern: 1,233 splits in
+#: 5,000 subscribe + unsubscribe pairs, 13.0 us per pair against 10.7 at 3,000).
+_FOLD = _LEAF // 2
 
 #: A branch's subscribers. Members are ``Any``: a trie's subscriber type is checked where
 #: subscribers come in (``CSTrie[S].subscribe``), not in its nodes.
@@ -167,7 +173,7 @@ def _split(leaf: tuple[Any, ...], x: Hashable, shift: int) -> _Node:
 
 def _remove(node: _Node, x: Hashable, h: int, shift: int) -> Optional[_Node]:
     """``node`` without ``x`` (``x`` in it), or None if nothing is left: path copy. An inner
-    node left with only leaves, of at most ``_LEAF`` members in all, folds back into one
+    node left with only leaves, of at most ``_FOLD`` members in all, folds back into one
     leaf."""
     if type(node) is not list:
         i = node.index(x)
@@ -182,7 +188,7 @@ def _remove(node: _Node, x: Hashable, h: int, shift: int) -> Optional[_Node]:
         if type(c) is list:
             return t
         total += len(c)
-        if total > _LEAF:
+        if total > _FOLD:
             return t
     return tuple(y for c in t if c is not None for y in c) if total else None
 

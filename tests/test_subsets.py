@@ -122,3 +122,23 @@ def test_no_version_of_a_subscriber_set_changes_when_later_versions_are_written(
         got = _members(v)
         assert len(got) == len(m) == len(v) and set(got) == m, f"version {step} changed"
         assert all(x in v for x in m), f"version {step} lost a member"
+
+
+def test_a_subscriber_coming_and_going_beside_a_full_leaf_splits_it_once(monkeypatch):
+    # 1,024 int members (an int hashes to itself): 32 leaves of exactly 32 members under
+    # the root. A fresh member of leaf 5 splits it; removing that member must not fold the
+    # split leaf back at once, or every later add there splits it again (a write each time
+    # pays for a split and a fold).
+    from ctrie import subsets
+
+    splits = []
+    real = subsets._split
+    monkeypatch.setattr(subsets, "_split", lambda *a: splits.append(a) or real(*a))
+    s = SubSet.of(frozenset(range(1024)))
+    assert [len(leaf) for leaf in s.leaves()] == [32] * 32
+    for k in range(50):
+        x = 32 * (10 ** 6 + k) + 5
+        s = with_sub(s, x)
+        s = without_sub(s, x)
+    assert len(splits) == 1, f"{len(splits)} splits for 50 members coming and going"
+    assert as_frozenset(s) == set(range(1024))
