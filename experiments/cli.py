@@ -66,7 +66,8 @@ _HELP = {
     "ownership": "one thread's lookups on a matcher it built vs one another thread built",
     "starvation": "one reader's lookups per second beside one writer (CS-trie, LockedTrie)",
     "level_width": "one subscribe+unsubscribe, and one lookup, under 1 to 100,000 sibling "
-                   "inboxes (CS-trie, LockedTrie)",
+                   "inboxes; one subscribe+unsubscribe on a pattern of as many subscribers "
+                   "(CS-trie, LockedTrie)",
     "primitives": "cost of AtomicRef, threading.Lock, RWLock and atomics operations",
     "all": "every measuring experiment above, in one run",
 }

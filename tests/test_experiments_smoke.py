@@ -283,7 +283,8 @@ def test_dense_workload_is_seeded_distinct_and_dense():
 
 def test_level_width_measures_both_tries_at_every_width(results):
     from experiments.config import SIZES
-    from experiments.measure.level_width import ALGORITHMS as WIDTH_ALGORITHMS, WORKLOADS, ops_for
+    from experiments.measure.level_width import (ALGORITHMS as WIDTH_ALGORITHMS, CROWD_PATTERN,
+                                                 WORKLOADS, ops_for)
 
     _, recs = results
     size = SIZES["smoke"]
@@ -295,6 +296,8 @@ def test_level_width_measures_both_tries_at_every_width(results):
         assert r["status"] == "ok" and r["dialect"] == "nats", r
         assert r["rounds"] == len(r["values"]) == size.width_rounds
         assert r["params"]["ops"] == ops_for(width, size.width_ops)
+        # The crowd workload writes to one pattern of ``width`` subscribers, not the level.
+        assert (r["params"]["subject"] == CROWD_PATTERN) == (workload == "crowd"), r
     assert len({r["run_id"] for r in got.values()}) == 1
 
 
@@ -422,6 +425,7 @@ def test_charts_and_summary_from_the_records(results, tmp_path):
 
     for width in SIZES["smoke"].width_levels:
         assert f"\n| {width:,} | " in text, width
+    assert "\n| subscribers | " in text  # the crowded-pattern table beside it
     assert "figures/level_width.png" in text
 
 

@@ -1,4 +1,5 @@
-"""``level_width``: the cost of one write, and of one lookup, under a level of growing width.
+"""``level_width``: the cost of one write, and of one lookup, under a level of growing width;
+and of one write to a pattern with as many subscribers.
 
 The inbox pattern of NATS request/reply: ``W`` subjects ``_INBOX.<i>.reply`` (``i < W``),
 all siblings under the one level ``_INBOX``. For each width ``W`` of the size
@@ -8,7 +9,11 @@ collector off, the tries interleaved within each round so that drift hits both a
 
 - ``write``: ``subscribe`` + ``unsubscribe`` of each of ``ops`` fresh inboxes
   ``_INBOX.r<k>-<j>.reply`` (round ``k``), the level back at width ``W`` after each pair;
-- ``lookup``: ``ops`` lookups of existing inboxes (``_INBOX.<(j * 7919) % W>.reply``).
+- ``lookup``: ``ops`` lookups of existing inboxes (``_INBOX.<(j * 7919) % W>.reply``);
+- ``crowd``: the other dimension of a write, its subscribers: on a matcher of its own where
+  one pattern (``CROWD_PATTERN``, ``stock.>``) has ``W`` subscribers, ``subscribe`` +
+  ``unsubscribe`` of each of ``ops`` fresh subscribers of it, the pattern back at ``W``
+  subscribers after each pair.
 
 ``ops`` is ``width_ops``, lowered to ``OPS_BUDGET // W`` (but not below ``MIN_OPS``) for the
 widest levels, where one write may cost O(W). Unit: ns per operation (a write is one
@@ -30,11 +35,18 @@ from ..env import Run
 from ..progress import bar
 from ..workloads import inbox
 
-__all__ = ["ALGORITHMS", "MIN_OPS", "OPS_BUDGET", "WORKLOADS", "build", "ops_for",
-           "run_level_width", "time_lookups", "time_writes"]
+__all__ = ["ALGORITHMS", "CROWD_PATTERN", "MIN_OPS", "OPS", "OPS_BUDGET", "WORKLOADS", "build",
+           "build_crowd", "ops_for", "run_level_width", "time_crowd_writes", "time_lookups",
+           "time_writes"]
 
 ALGORITHMS = ("cstrie", "locked_trie_nocache")
-WORKLOADS = ("write", "lookup")
+WORKLOADS = ("write", "lookup", "crowd")
+#: What each workload times, as its records name it.
+OPS = {"write": "subscribe + unsubscribe of a fresh inbox",
+       "lookup": "lookup of an existing inbox",
+       "crowd": "subscribe + unsubscribe of a fresh subscriber of a crowded pattern"}
+#: The one pattern of the ``crowd`` workload, with ``width`` subscribers (0 .. width - 1).
+CROWD_PATTERN = "stock.>"
 #: Fewer operations per round for wide levels: at most ``OPS_BUDGET // width``...
 OPS_BUDGET = 2_000_000
 #: ... but never fewer than this.
@@ -52,20 +64,39 @@ def build(factory: Callable[[], Any], width: int) -> Any:
     return m
 
 
+def build_crowd(factory: Callable[[], Any], width: int) -> Any:
+    """A new matcher from ``factory`` with ``width`` subscribers of ``CROWD_PATTERN``."""
+    m = factory()
+    sub = m.subscribe
+    for i in range(width):
+        sub(CROWD_PATTERN, i)
+    return m
+
+
 def ops_for(width: int, most: int) -> int:
     """Operations per round at ``width``: ``most``, fewer for the widest levels."""
     return min(most, max(MIN_OPS, OPS_BUDGET // max(width, 1)))
 
 
-def time_writes(m: Any, ops: int, tag: str) -> float:
-    """Seconds per subscribe + unsubscribe of ``ops`` fresh inboxes ``_INBOX.<tag><j>.reply``."""
-    names = [inbox(f"{tag}{j}") for j in range(ops)]
+def _time_pairs(m: Any, pairs: list[tuple[str, str]]) -> float:
+    """Seconds per subscribe + unsubscribe of each (pattern, subscriber) of ``pairs``."""
     sub, unsub = m.subscribe, m.unsubscribe
     t0 = perf_counter()
-    for p in names:
-        sub(p, WRITE_SUBSCRIBER)
-        unsub(p, WRITE_SUBSCRIBER)
-    return (perf_counter() - t0) / ops
+    for p, x in pairs:
+        sub(p, x)
+        unsub(p, x)
+    return (perf_counter() - t0) / len(pairs)
+
+
+def time_writes(m: Any, ops: int, tag: str) -> float:
+    """Seconds per subscribe + unsubscribe of ``ops`` fresh inboxes ``_INBOX.<tag><j>.reply``."""
+    return _time_pairs(m, [(inbox(f"{tag}{j}"), WRITE_SUBSCRIBER) for j in range(ops)])
+
+
+def time_crowd_writes(m: Any, ops: int, tag: str) -> float:
+    """Seconds per subscribe + unsubscribe of ``ops`` fresh subscribers ``<tag><j>`` of
+    ``CROWD_PATTERN``."""
+    return _time_pairs(m, [(CROWD_PATTERN, f"{tag}{j}") for j in range(ops)])
 
 
 def time_lookups(m: Any, width: int, ops: int) -> float:
@@ -91,9 +122,22 @@ def _check(algorithm: str, m: Any, width: int) -> None:
         raise AssertionError(f"{algorithm}: {fresh!r} was not removed at width {width:,}")
 
 
+def _check_crowd(algorithm: str, m: Any, width: int) -> None:
+    """Untimed: the crowded pattern answers with all its subscribers, and a fresh one comes
+    and goes."""
+    topic = CROWD_PATTERN.replace(">", "nyse.ibm")
+    if len(m.lookup(topic)) != width:
+        raise AssertionError(f"{algorithm}: lookup({topic!r}) has {len(m.lookup(topic)):,} "
+                             f"subscribers, not {width:,}")
+    m.subscribe(CROWD_PATTERN, "check")
+    if not m.unsubscribe(CROWD_PATTERN, "check") or "check" in m.lookup(topic):
+        raise AssertionError(f"{algorithm}: a fresh subscriber of {CROWD_PATTERN!r} was not "
+                             f"removed at {width:,} subscribers")
+
+
 def run_level_width(run: Run, algorithms: list[str], dialects: list[str]) -> None:
-    """Record ns per write and per lookup at each width, for each trie (NATS dialect only:
-    ``dialects`` does not apply)."""
+    """Record ns per write and per lookup at each width, and per write to a pattern of that
+    many subscribers, for each trie (NATS dialect only: ``dialects`` does not apply)."""
     size = run.size
     algs = [a for a in algorithms if a in ALGORITHMS]
     rounds = size.width_rounds
@@ -101,43 +145,53 @@ def run_level_width(run: Run, algorithms: list[str], dialects: list[str]) -> Non
         for width in size.width_levels:
             progress.set_postfix_str(f"width {width:,}")
             ops = ops_for(width, size.width_ops)
-            params: dict[str, Any] = {"width": width, "ops": ops, "subject": inbox("<i>"),
-                                      "fresh": inbox("r<k>-<j>")}
-            tries: dict[str, Any] = {}
+            level = {"width": width, "ops": ops, "subject": inbox("<i>"),
+                     "fresh": inbox("r<k>-<j>")}
+            params: dict[str, dict[str, Any]] = {
+                "write": level, "lookup": level,
+                "crowd": {"width": width, "ops": ops, "subject": CROWD_PATTERN,
+                          "fresh": "r<k>-<j>"}}
+            # Per trie: the level of ``width`` inboxes, and the pattern of ``width`` subscribers.
+            tries: dict[str, tuple[Any, Any]] = {}
             values: dict[tuple[str, str], list[float]] = {(a, w): [] for a in algs
                                                           for w in WORKLOADS}
             failed: dict[str, str] = {}
+
+            def fail(a: str, exc: Exception) -> None:
+                failed[a] = f"{type(exc).__name__}: {exc}"
+                tries.pop(a, None)
+                progress.write(f"  level_width {a} at {width:,}: FAILED {exc!r}")
+
             for a in algs:
                 try:
-                    tries[a] = build(partial(registry.make, a, "nats"), width)
-                    _check(a, tries[a], width)
+                    make = partial(registry.make, a, "nats")
+                    tries[a] = (build(make, width), build_crowd(make, width))
+                    _check(a, tries[a][0], width)
+                    _check_crowd(a, tries[a][1], width)
                 except Exception as exc:
-                    failed[a] = f"{type(exc).__name__}: {exc}"
-                    tries.pop(a, None)
-                    progress.write(f"  level_width {a} at {width:,}: FAILED {exc!r}")
+                    fail(a, exc)
             gc.collect()
             gc.disable()
             try:
                 for k in range(rounds):
-                    for a, m in list(tries.items()):
+                    for a, (m, crowd) in list(tries.items()):
                         try:
                             values[(a, "write")].append(time_writes(m, ops, f"r{k}-") * 1e9)
                             values[(a, "lookup")].append(time_lookups(m, width, ops) * 1e9)
+                            values[(a, "crowd")].append(
+                                time_crowd_writes(crowd, ops, f"r{k}-") * 1e9)
                         except Exception as exc:
-                            failed[a] = f"{type(exc).__name__}: {exc}"
-                            del tries[a]
-                            progress.write(f"  level_width {a} at {width:,}: FAILED {exc!r}")
+                            fail(a, exc)
                     progress.update(1)
             finally:
                 gc.enable()
             for a in algs:
                 for w in WORKLOADS:
-                    op = ("subscribe + unsubscribe of a fresh inbox" if w == "write"
-                          else "lookup of an existing inbox")
+                    ps = {**params[w], "op": OPS[w]}
                     if a in failed:
-                        run.record("level_width", a, "nats", w, {**params, "op": op},
-                                   unit="ns", status="failed", note=failed[a])
+                        run.record("level_width", a, "nats", w, ps, unit="ns", status="failed",
+                                   note=failed[a])
                     else:
-                        run.record("level_width", a, "nats", w, {**params, "op": op},
-                                   values=values[(a, w)], unit="ns")
+                        run.record("level_width", a, "nats", w, ps, values=values[(a, w)],
+                                   unit="ns")
             del tries

@@ -189,17 +189,21 @@ _BUILD_LINES = ("-", "--", ":", "-.")
 
 
 def fig_level_width(recs: list[Record]) -> Any:
-    """Cost of a write (and of a lookup) against the width of the level, log-log: one line
-    per (trie, build), every build in the same panel (GIL solid, free-threaded dashed)."""
-    from ..measure.level_width import ALGORITHMS as WIDTH_ALGORITHMS, WORKLOADS
+    """Cost of a write (and of a lookup) against the width of the level, and of a write
+    against the number of subscribers of its pattern, log-log: one panel per workload, one
+    line per (trie, build), every build in the same panel (GIL solid, free-threaded
+    dashed)."""
+    from ..measure.level_width import ALGORITHMS as WIDTH_ALGORITHMS, CROWD_PATTERN, OPS, WORKLOADS
 
     runs = latest_runs(recs, "level_width")
     if not runs:
         return None
     plt = pyplot()
-    fig, axes = plt.subplots(1, len(WORKLOADS), figsize=(13, 5.2), squeeze=False)
-    what = {"write": "subscribe + unsubscribe of a fresh inbox",
-            "lookup": "lookup of an existing inbox"}
+    fig, axes = plt.subplots(1, len(WORKLOADS), figsize=(6.5 * len(WORKLOADS), 5.2),
+                             squeeze=False)
+    axis = {"write": "width of the level: sibling inboxes _INBOX.<i>.reply (log)",
+            "lookup": "width of the level: sibling inboxes _INBOX.<i>.reply (log)",
+            "crowd": f"subscribers of the pattern {CROWD_PATTERN} (log)"}
     gaps = Gaps()
     for col, workload in enumerate(WORKLOADS):
         ax = axes[0][col]
@@ -224,13 +228,14 @@ def fig_level_width(recs: list[Record]) -> Any:
         ax.set_yscale("log")
         plain_log(ax.xaxis)
         plain_log(ax.yaxis)
-        ax.set_xlabel("width of the level: sibling inboxes _INBOX.<i>.reply (log)")
+        ax.set_xlabel(axis[workload])
         ax.set_ylabel("microseconds per operation (log; lower is better)")
-        ax.set_title(what[workload], fontsize=10)
+        ax.set_title(OPS[workload], fontsize=10)
         ax.grid(which="both", alpha=0.3)
         ax.legend(fontsize=7)
     runs_said = "; ".join(f"{build_title(recs, b)}" for b, _ in runs)
-    fig.suptitle(f"Level width, one thread: NATS inboxes under one level ({runs_said})\n"
+    fig.suptitle(f"Level width, one thread: NATS inboxes under one level, and the subscribers "
+                 f"of one pattern ({runs_said})\n"
                  "median, whiskers = min-max over interleaved rounds", fontsize=10)
     return finish(fig, gaps)
 

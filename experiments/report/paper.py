@@ -294,6 +294,7 @@ def render(template: str, records: list[Record], root: Path | None = None) -> st
         "sharing_model_table": lambda: sharing_report.model_table(records),
         "lookup_ratio_table": lambda: lookup_ratio_table(records, builds),
         "level_width_table": lambda: level_width_table(records, builds),
+        "crowd_table": lambda: level_width_table(records, builds, "crowd"),
         "shape_table": lambda: shape_table(records, builds),
         "spark_table": lambda: spark_table(root) if root else "_(no results root given)_",
         "correctness_table": lambda: (correctness_table(root) if root

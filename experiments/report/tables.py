@@ -315,21 +315,25 @@ def shape_table(records: list[Record], builds: list[str]) -> str:
     return "\n".join(lines)
 
 
-def width_writes(records: list[Record], build: str) -> dict[tuple[str, int], Record]:
-    """(algorithm, width) -> the write cell of the level-width run the paper draws from."""
+def width_writes(records: list[Record], build: str,
+                 workload: str = "write") -> dict[tuple[str, int], Record]:
+    """(algorithm, width) -> the ``workload`` cell (a write under the level, by default) of
+    the level-width run the paper draws from."""
     return {(r["algorithm"], r["params"]["width"]): r
-            for r in run_cells(records, "level_width", build, workload="write")}
+            for r in run_cells(records, "level_width", build, workload=workload)}
 
 
-def level_width_table(records: list[Record], builds: list[str]) -> str:
-    """Microseconds per subscribe + unsubscribe of a fresh inbox at each width, CS-trie and
-    LockedTrie(cache=False), and their ratio, per build."""
-    per = {b: width_writes(records, b) for b in builds}
+def level_width_table(records: list[Record], builds: list[str], workload: str = "write") -> str:
+    """Microseconds per subscribe + unsubscribe at each width, CS-trie and
+    LockedTrie(cache=False), and their ratio, per build: of a fresh inbox under a level of
+    that many sibling inboxes (``write``), or of a fresh subscriber of a pattern with that
+    many subscribers (``crowd``)."""
+    per = {b: width_writes(records, b, workload) for b in builds}
     per = {b: t for b, t in per.items() if t}
     if not per:
         return "_No level-width results._"
     widths = sorted({w for t in per.values() for _, w in t})
-    head = ["width"]
+    head = ["width" if workload == "write" else "subscribers"]
     for b in per:
         head += [f"{b} CS-trie µs", f"{b} LockedTrie (no cache) µs", f"{b} CS-trie / LockedTrie"]
     lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
