@@ -534,9 +534,9 @@ class CSTrie(Generic[S]):
                 continue
             child = b.inode
             if i == last:
-                if subscriber not in b.subs:
-                    return False
                 subs = without_sub(b.subs, subscriber)
+                if subs is b.subs:
+                    return False  # not there: linearizes at the read of m
                 if type(child) is INode:
                     cm = gcas_read(child, self)
                     if type(cm) is TNode:
@@ -547,10 +547,11 @@ class CSTrie(Generic[S]):
             elif type(child) is SNode:
                 t = child.words
                 # Length first: comparing with a slice of the rest would copy it.
-                if (subscriber not in child.subs or len(t) != last - i
-                        or t != words[i + 1:]):
+                if len(t) != last - i or t != words[i + 1:]:
                     return False
                 rest = without_sub(child.subs, subscriber)
+                if rest is child.subs:
+                    return False  # not there: linearizes at the read of m
                 subs, child = b.subs, (child.with_subs(rest) if rest else None)
             elif child.gen is not startgen:
                 if GCAS(inode, m, self._renewed(m, startgen), self):
@@ -564,7 +565,8 @@ class CSTrie(Generic[S]):
             # Here the pair was found on this level: ``subs`` and ``child`` are what the
             # branch keeps.
             if subs or child is not None:
-                nm: Main = m.updated(w, Branch(subs, child), single, multi)
+                # One pair fewer here, and a tombed child's pairs (its S-node's) moved up.
+                nm: Main = m.updated(w, Branch(subs, child), single, multi, m.npairs - 1 + moved)
             elif len(m.branches) > 1 or parent is None or m.kids is not None:
                 nm = m.removed(w, single, multi)  # the root's C-node may be empty
             else:

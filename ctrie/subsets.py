@@ -172,15 +172,24 @@ def _split(leaf: tuple[Any, ...], x: Hashable, shift: int) -> _Node:
 
 
 def _remove(node: _Node, x: Hashable, h: int, shift: int) -> Optional[_Node]:
-    """``node`` without ``x`` (``x`` in it), or None if nothing is left: path copy. An inner
-    node left with only leaves, of at most ``_FOLD`` members in all, folds back into one
-    leaf."""
+    """``node`` without ``x``: path copy; ``node`` itself (the same object) if ``x`` is not
+    in it, or None if nothing is left. An inner node left with only leaves, of at most
+    ``_FOLD`` members in all, folds back into one leaf."""
     if type(node) is not list:
-        i = node.index(x)
+        try:
+            i = node.index(x)
+        except ValueError:
+            return node  # not there
         return (node[:i] + node[i + 1:]) or None  # type: ignore[operator]  # a leaf tuple
     j = (h >> shift) & _MASK
+    c = node[j]
+    if c is None:
+        return node
+    r = _remove(c, x, h, shift + _BITS)
+    if r is c:
+        return node
     t = node[:]
-    t[j] = _remove(node[j], x, h, shift + _BITS)
+    t[j] = r
     total = 0
     for c in t:
         if c is None:
@@ -247,12 +256,15 @@ def with_sub(subs: Subscribers, x: Hashable) -> Subscribers:
 
 
 def without_sub(subs: Subscribers, x: Hashable) -> Subscribers:
-    """``subs`` without ``x`` (which must be in it). A SubSet shrinking to ``SUBS_FLAT // 2``
-    goes back to a frozenset (the gap keeps a set at the boundary from converting back and
-    forth on every write)."""
+    """``subs`` without ``x``; ``subs`` itself (the same object) if ``x`` is not in it, so
+    that a caller tells "not there" by identity, as with :func:`with_sub`. A SubSet
+    shrinking to ``SUBS_FLAT // 2`` goes back to a frozenset (the gap keeps a set at the
+    boundary from converting back and forth on every write)."""
     if type(subs) is not SubSet:  # a frozenset (see with_sub)
-        return subs - {x}
+        return subs - {x} if x in subs else subs
     root = _remove(subs.root, x, hash(x), 0)
+    if root is subs.root:
+        return subs
     size = subs.size - 1
     if root is None:
         return frozenset()

@@ -39,8 +39,8 @@ class Collide:
 def _versions(rnd: random.Random, universe: list, steps: int, high: int):
     """The successive versions of one set under random adds and removes, as (step, set,
     model): it grows to ``high`` members, mostly adding, then shrinks to ``SUBS_FLAT // 4``,
-    mostly removing, and again. Adding a member that is already there must hand back the
-    same set, which is how a write tells."""
+    mostly removing, and again. Adding a member that is already there, or removing one
+    that is not, must hand back the same set, which is how a write tells."""
     model: set = set()
     s = frozenset()
     grow = True
@@ -58,6 +58,7 @@ def _versions(rnd: random.Random, universe: list, steps: int, high: int):
             if x in model:
                 assert with_sub(s, x) is s, (step, x)
             else:
+                assert without_sub(s, x) is s, (step, x)
                 s = with_sub(s, x)
                 model.add(x)
         yield step, s, model
