@@ -191,15 +191,15 @@ def _remove(node: _Node, x: Hashable, h: int, shift: int) -> Optional[_Node]:
     t = node[:]
     t[j] = r
     total = 0
-    for c in t:
-        if c is None:
+    for k in t:
+        if k is None:
             continue
-        if type(c) is list:
+        if type(k) is list:
             return t
-        total += len(c)
+        total += len(k)
         if total > _FOLD:
             return t
-    return tuple(y for c in t if c is not None for y in c) if total else None
+    return tuple(y for k in t if k is not None for y in k) if total else None
 
 
 def with_sub(subs: Subscribers, x: Hashable) -> Subscribers:

@@ -16,10 +16,15 @@ collector off, the tries interleaved within each round so that drift hits both a
   subscribers after each pair.
 
 ``ops`` is ``width_ops``, lowered to ``OPS_BUDGET // W`` (but not below ``MIN_OPS``) for the
-widest levels, where one write may cost O(W). Unit: ns per operation (a write is one
-subscribe plus one unsubscribe), one value per round; median, and min-max as the spread. The
-figure is the CS-trie / LockedTrie ratio per width within one run. This is the method of
-``tools/level_width.py`` (standalone, with other CS-trie leaf sizes), inside the harness.
+widest levels, where one write may cost O(W); ``crowd`` takes the same ``ops`` (one count per
+width keeps a round's three measurements alike in length). Unit: ns per operation (a write
+is one subscribe plus one unsubscribe), one value per round; median, and min-max as the
+spread. The figure is the CS-trie / LockedTrie ratio per width within one run. ``write`` and
+``lookup`` are the method of ``tools/level_width.py`` (standalone, with other CS-trie leaf
+sizes), inside the harness. A trie that fails at one width (building, checking or timing)
+has its cells of that width recorded as failed, with the error: the level's two
+(``write``, ``lookup``) and the crowded pattern's one (``crowd``) apart, so that a failure
+of one matcher does not discard what the other measured.
 """
 
 from __future__ import annotations
@@ -126,13 +131,18 @@ def _check_crowd(algorithm: str, m: Any, width: int) -> None:
     """Untimed: the crowded pattern answers with all its subscribers, and a fresh one comes
     and goes."""
     topic = CROWD_PATTERN.replace(">", "nyse.ibm")
-    if len(m.lookup(topic)) != width:
-        raise AssertionError(f"{algorithm}: lookup({topic!r}) has {len(m.lookup(topic)):,} "
-                             f"subscribers, not {width:,}")
+    got = len(m.lookup(topic))
+    if got != width:
+        raise AssertionError(f"{algorithm}: lookup({topic!r}) has {got:,} subscribers, not "
+                             f"{width:,}")
     m.subscribe(CROWD_PATTERN, "check")
     if not m.unsubscribe(CROWD_PATTERN, "check") or "check" in m.lookup(topic):
         raise AssertionError(f"{algorithm}: a fresh subscriber of {CROWD_PATTERN!r} was not "
                              f"removed at {width:,} subscribers")
+
+
+#: The workloads timed on each of a trie's two matchers: the level, and the crowded pattern.
+_ON = {"level": ("write", "lookup"), "crowd": ("crowd",)}
 
 
 def run_level_width(run: Run, algorithms: list[str], dialects: list[str]) -> None:
@@ -151,47 +161,52 @@ def run_level_width(run: Run, algorithms: list[str], dialects: list[str]) -> Non
                 "write": level, "lookup": level,
                 "crowd": {"width": width, "ops": ops, "subject": CROWD_PATTERN,
                           "fresh": "r<k>-<j>"}}
-            # Per trie: the level of ``width`` inboxes, and the pattern of ``width`` subscribers.
-            tries: dict[str, tuple[Any, Any]] = {}
+            # (trie, "level" | "crowd") -> its matcher: the level of ``width`` inboxes, or the
+            # pattern of ``width`` subscribers. A failure takes out that one matcher.
+            matchers: dict[tuple[str, str], Any] = {}
             values: dict[tuple[str, str], list[float]] = {(a, w): [] for a in algs
                                                           for w in WORKLOADS}
-            failed: dict[str, str] = {}
+            failed: dict[tuple[str, str], str] = {}
 
-            def fail(a: str, exc: Exception) -> None:
-                failed[a] = f"{type(exc).__name__}: {exc}"
-                tries.pop(a, None)
-                progress.write(f"  level_width {a} at {width:,}: FAILED {exc!r}")
+            def fail(key: tuple[str, str], exc: Exception) -> None:
+                failed[key] = f"{type(exc).__name__}: {exc}"
+                matchers.pop(key, None)
+                progress.write(f"  level_width {key[0]} ({key[1]}) at {width:,}: FAILED {exc!r}")
 
             for a in algs:
-                try:
-                    make = partial(registry.make, a, "nats")
-                    tries[a] = (build(make, width), build_crowd(make, width))
-                    _check(a, tries[a][0], width)
-                    _check_crowd(a, tries[a][1], width)
-                except Exception as exc:
-                    fail(a, exc)
+                make = partial(registry.make, a, "nats")
+                for kind, builder, check in (("level", build, _check),
+                                             ("crowd", build_crowd, _check_crowd)):
+                    try:
+                        matchers[(a, kind)] = builder(make, width)
+                        check(a, matchers[(a, kind)], width)
+                    except Exception as exc:
+                        fail((a, kind), exc)
             gc.collect()
             gc.disable()
             try:
                 for k in range(rounds):
-                    for a, (m, crowd) in list(tries.items()):
+                    for (a, kind), m in list(matchers.items()):
                         try:
-                            values[(a, "write")].append(time_writes(m, ops, f"r{k}-") * 1e9)
-                            values[(a, "lookup")].append(time_lookups(m, width, ops) * 1e9)
-                            values[(a, "crowd")].append(
-                                time_crowd_writes(crowd, ops, f"r{k}-") * 1e9)
+                            if kind == "level":
+                                values[(a, "write")].append(time_writes(m, ops, f"r{k}-") * 1e9)
+                                values[(a, "lookup")].append(time_lookups(m, width, ops) * 1e9)
+                            else:
+                                values[(a, "crowd")].append(
+                                    time_crowd_writes(m, ops, f"r{k}-") * 1e9)
                         except Exception as exc:
-                            fail(a, exc)
+                            fail((a, kind), exc)
                     progress.update(1)
             finally:
                 gc.enable()
             for a in algs:
-                for w in WORKLOADS:
-                    ps = {**params[w], "op": OPS[w]}
-                    if a in failed:
-                        run.record("level_width", a, "nats", w, ps, unit="ns", status="failed",
-                                   note=failed[a])
-                    else:
-                        run.record("level_width", a, "nats", w, ps, values=values[(a, w)],
-                                   unit="ns")
-            del tries
+                for kind, workloads in _ON.items():
+                    for w in workloads:
+                        ps = {**params[w], "op": OPS[w]}
+                        if (a, kind) in failed:
+                            run.record("level_width", a, "nats", w, ps, unit="ns",
+                                       status="failed", note=failed[(a, kind)])
+                        else:
+                            run.record("level_width", a, "nats", w, ps, values=values[(a, w)],
+                                       unit="ns")
+            del matchers

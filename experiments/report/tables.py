@@ -323,17 +323,25 @@ def width_writes(records: list[Record], build: str,
             for r in run_cells(records, "level_width", build, workload=workload)}
 
 
+#: The write workloads of ``level_width`` that :func:`level_width_table` draws: the first
+#: column's name, and what the table says when the latest run has none.
+_WRITE_TABLES = {"write": ("width", "_No level-width results._"),
+                 "crowd": ("subscribers", "_No crowded-pattern results in the latest level-width "
+                                          "run._")}
+
+
 def level_width_table(records: list[Record], builds: list[str], workload: str = "write") -> str:
     """Microseconds per subscribe + unsubscribe at each width, CS-trie and
     LockedTrie(cache=False), and their ratio, per build: of a fresh inbox under a level of
     that many sibling inboxes (``write``), or of a fresh subscriber of a pattern with that
     many subscribers (``crowd``)."""
+    first, empty = _WRITE_TABLES[workload]
     per = {b: width_writes(records, b, workload) for b in builds}
     per = {b: t for b, t in per.items() if t}
     if not per:
-        return "_No level-width results._"
+        return empty
     widths = sorted({w for t in per.values() for _, w in t})
-    head = ["width" if workload == "write" else "subscribers"]
+    head = [first]
     for b in per:
         head += [f"{b} CS-trie µs", f"{b} LockedTrie (no cache) µs", f"{b} CS-trie / LockedTrie"]
     lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
