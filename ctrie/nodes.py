@@ -231,15 +231,10 @@ class CNode(MainNode):
         new branch (``len()`` of a large subscriber set is a Python-level call)."""
         branches = self.branches.copy()
         lit, wc = self.lit, self.wc
-        if npairs is None:
-            c: INode | SNode | CNode | None = branch.inode  # _pairs(branch) inlined: on every write
-            n = self.npairs + (len(branch.subs) + len(c.subs) if type(c) is SNode else len(branch.subs))
-            if word in branches:
-                b = branches[word]
-                c = b.inode
-                n -= len(b.subs) + len(c.subs) if type(c) is SNode else len(b.subs)
-        else:
-            n = npairs
+        # (The writes that add or remove one pair pass ``npairs``: this count is off the
+        # common path, for the writes that move pairs between levels.)
+        n = (self.npairs + _pairs(branch) - (_pairs(branches[word]) if word in branches else 0)
+             if npairs is None else npairs)
         if word not in branches:
             if word == single or word == multi:
                 wc = None  # a fresh token
