@@ -4,16 +4,12 @@ It answers a lookup of a topic seen before without walking the trie, as NATS's s
 does, bounded the same way (``max_entries``, swept to ``sweep_to`` of the newest valid
 entries), and takes no lock.
 
-The protocol. One atomic integer, ``state = version * WINDOWS + open``, counts the trie's
-content changes (``version``) and the writes inside their window (``open``), as the size
-counter does (:mod:`ctrie.size`), but only ever grows:
+The protocol. The cache keys its entries by the trie's content version
+(:mod:`ctrie.size`), ``state = version * WINDOWS + open``: every content-changing write
+opens a window before its new node can be seen and closes it, moving the version on, after
+its commit, so no two instants with different contents share a ``state`` whose ``open``
+is 0.
 
-- **A writer** whose GCAS changes what the trie stores (``delta != 0`` in
-  :func:`ctrie.gcas.GCAS`: every such write, and only those) adds 1 before the new node can
-  be seen (:func:`open_window`) and, after the commit, ``WINDOWS - 1`` in one atomic step
-  (:func:`close_window`: the version moves on and the window closes), or 1 less if it did not
-  commit. Every commit lies inside its window, and the version only grows, so no two
-  instants with different contents share a ``state`` whose ``open`` is 0.
 - **A hit** (in ``ctrie.cstrie._CachedCSTrie.lookup``, the whole of a hit's cost, so not
   behind another call) reads ``state`` first, then the entry of the topic: an entry
   ``(s, result)`` with ``s == state`` answers ``result``. It linearizes at the read of ``state``: no window
@@ -56,7 +52,7 @@ from cereggii import AtomicInt64
 
 from .size import WINDOWS
 
-__all__ = ["CACHE_MAX_ENTRIES", "CACHE_SWEEP_TO", "ResultCache", "close_window", "open_window"]
+__all__ = ["CACHE_MAX_ENTRIES", "CACHE_SWEEP_TO", "ResultCache"]
 
 #: NATS's defaults: at most 1,024 entries, swept to 256.
 CACHE_MAX_ENTRIES = 1024
@@ -64,12 +60,13 @@ CACHE_SWEEP_TO = 256
 
 
 class ResultCache:
-    """Topic -> (state, result) with the version counter of one trie. Thread-safe; see the
-    module docstring for the protocol and its costs."""
+    """Topic -> (state, result) under the content version ``state`` of one trie (the
+    trie's own counter, :mod:`ctrie.size`). Thread-safe; see the module docstring for
+    the protocol and its costs."""
 
     __slots__ = ("state", "entries", "max_entries", "sweep_to", "misses")
 
-    def __init__(self, max_entries: int = CACHE_MAX_ENTRIES,
+    def __init__(self, state: AtomicInt64, max_entries: int = CACHE_MAX_ENTRIES,
                  sweep_to: int = CACHE_SWEEP_TO) -> None:
         for name, value in (("cache_max", max_entries), ("cache_sweep_to", sweep_to)):
             if type(value) is not int:
@@ -78,7 +75,7 @@ class ResultCache:
             raise ValueError(f"need cache_max >= 1 and 0 <= cache_sweep_to < cache_max (a "
                              f"sweep must make room), got cache_max={max_entries}, "
                              f"cache_sweep_to={sweep_to}")
-        self.state = AtomicInt64(0)  # version * WINDOWS + open windows
+        self.state = state  # the trie's: version * WINDOWS + open windows
         self.entries: dict[str, tuple[int, frozenset[Any]]] = {}
         self.max_entries = max_entries
         self.sweep_to = sweep_to
@@ -113,13 +110,3 @@ class ResultCache:
         return (f"<ResultCache {len(self.entries)}/{self.max_entries} entries, version "
                 f"{version}, {open_windows} open, {self.misses.get()} misses>")
 
-
-def open_window(cache: ResultCache) -> None:
-    """A content-changing write opens its window, before its new node can be seen."""
-    cache.state.increment_and_get(1)
-
-
-def close_window(cache: ResultCache, committed: bool) -> None:
-    """The write closes its window: the version moves on if it committed, in the same atomic
-    step."""
-    cache.state.increment_and_get(WINDOWS - 1 if committed else -1)

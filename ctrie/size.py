@@ -1,4 +1,4 @@
-"""The CS-trie's size without a snapshot: a counter whose reads are linearizable.
+"""The CS-trie's size without a snapshot, and its content version: counters with windows.
 
 A bare counter bumped after each commit is not linearizable: between a commit and its bump,
 a lookup can already see the new pair while ``len()`` still reads the old count, a size that
@@ -29,6 +29,35 @@ writes) can delay it but never makes it wrong or stuck.
 once, on the first ``len()`` that needs it, which keeps ``snapshot()`` O(1). Until then the
 snapshot holds that frozen main node (and so the nodes below it) even if its own writes have
 replaced them all.
+
+**The content version** of a writable trie (``CSTrie._version``), kept by the same GCAS
+beside the size: ``state = version * WINDOWS + open``, with the same field width. A writer
+whose GCAS changes the stored pairs (``delta != 0`` in :func:`ctrie.gcas.GCAS`: every
+subscribe or unsubscribe that changes something, and only those) adds 1 before its new
+node can be seen by anyone and, once the GCAS has settled, ``WINDOWS - 1`` in one atomic
+step if it committed (the version moves on and the window closes), or -1 if it did not (the
+-1 only undoes its own +1). Every commit lies inside its window, and a commit moves the
+version up for good, so:
+
+    if two reads of ``state`` return the same value ``s`` and ``s % WINDOWS == 0``, no
+    content-changing write committed between them: the trie stored the same pairs
+    throughout.
+
+(Between the two reads a commit would need a window opened after the first read, which
+moves ``state`` up for good.) A GCAS that only moves pairs (an S-node's expansion, a split,
+a contraction, a snapshot's renewal) runs no window: it leaves the stored pairs as they were.
+
+Two readers rely on it:
+
+- the result cache (:mod:`ctrie.cache`): an entry stored under ``s`` answers only while
+  ``state`` still reads ``s``;
+- a lookup's *unrecorded* walk (:meth:`ctrie.CSTrie.lookup`): a walk between two equal,
+  window-free reads of ``state`` found the pairs stored throughout, so it needs none of the
+  per-I-node records and re-reads of the recorded walk's validation.
+
+A writer that dies inside its window leaves it open: both readers then take their slower
+path for good (the cache misses, lookups record), never a wrong one. Costs: two atomic adds
+per content-changing write, one atomic load per read.
 """
 
 from __future__ import annotations

@@ -1,0 +1,151 @@
+"""A lookup's unrecorded walk (CSTrie.lookup): validated by the trie's content version
+(ctrie.size) and by one re-read of its first I-node, instead of a record per I-node.
+
+Deterministic schedules: writes commit right after the walk reads a chosen I-node (a
+stand-in for that I-node's AtomicRef runs them inside its first ``get()``, or the C-node's
+branch map when the walk tests a word in it, as in test_lookup_validation). Each test is
+shown failing on a broken variant: a version that never moves, and (by hand, see the note
+of the change) an unrecorded walk that does not re-read its first I-node.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from ctrie import CSTrie
+from ctrie.counters import counting
+from ctrie.gcas import gcas_read
+from ctrie.nodes import INode
+from test_cache import _ReadThen
+from test_lookup_validation import _instrument
+
+#: Per dialect: its separator and one-level wildcard.
+DIALECTS = {"nats": (".", "*"), "mqtt": ("/", "+"), "amqp": (".", "*")}
+
+
+class _Frozen:
+    """The broken variant: a content version that never moves (GCAS adds with ``+=``)."""
+
+    def __init__(self, real) -> None:
+        self.real = real
+
+    def __iadd__(self, n: int):
+        return self
+
+    def get(self) -> int:
+        return self.real.get()
+
+
+def _inode(t: CSTrie, words: list[str]) -> INode:
+    inode = t._read_root()
+    for w in words:
+        inode = gcas_read(inode, t).branches[w].inode
+        assert type(inode) is INode, f"{words}: {w!r} leads to {inode!r}"
+    return inode
+
+
+@pytest.mark.parametrize("variant", ["as is", "a version that never moves"])
+@pytest.mark.parametrize("primed", [True, False], ids=["after a quiet lookup", "first lookup"])
+@pytest.mark.parametrize("dialect", list(DIALECTS))
+def test_writes_during_an_unrecorded_walk_send_it_walking_again(dialect, primed, variant):
+    """The interleaving of issue 17: a lookup of a.b.c reads the I-node of 'a', which has
+    no 'b', only a wildcard branch to I(a.*); then W1 subscribes a.b.c -> x and W2 a.*.c ->
+    z; then the walk reads I(a.*) and finds z. {z} alone is the answer of no instant (W1
+    came first). After a quiet lookup (the hint set) the walk goes unrecorded, and only the
+    content version can tell that the pairs changed under it: it walks again (one
+    "rewalk", no "revalidate") and answers {x, z}. A first lookup records its reads and is
+    repaired by the validation as before."""
+    sep, star = DIALECTS[dialect]
+    t = CSTrie(dialect)
+    if variant != "as is":
+        t._version = _Frozen(t._version)
+    p = sep.join
+    t.subscribe(p(["a", star, "x"]), 1)
+    t.subscribe(p(["a", star, "y"]), 2)
+    t.subscribe(p(["a", "q"]), 3)
+    topic = p(["a", "b", "c"])
+    if primed:
+        assert t.lookup(topic) == frozenset() and t.lookup(topic) == frozenset()
+
+    def writes() -> None:
+        t.subscribe(p(["a", "b", "c"]), "x")
+        t.subscribe(p(["a", star, "c"]), "z")
+
+    # The writes run when the walk tests 'b' in the C-node of 'a' it has read.
+    _instrument(t, "a", writes, budget=1)
+    with counting() as c:
+        got = t.lookup(topic)
+    n = c.snapshot()
+    if variant == "as is" or not primed:
+        assert got == {"x", "z"}, got
+        if primed:
+            assert (n["rewalk"], n["revalidate"]) == (1, 0), n
+        else:
+            assert n["revalidate"] >= 1, n
+    else:
+        assert got == {"z"}, "the schedule no longer exposes the variant"
+
+
+@pytest.mark.parametrize("dialect", ["nats", "mqtt"])
+def test_an_unrecorded_walk_re_reads_its_first_inode(dialect):
+    """Two writes land after the walk read the root but before it reads the content
+    version (on leaving the root): W1 subscribes *.b -> 3 (a branch of the root, which the
+    walk has already read without it), W2 a.b -> 4 (in the I-node of 'a', read after).
+    Then another lookup, quiet, sets the hint to the version after both, so the walk goes
+    on unrecorded: the version it reads includes both writes, and only the re-read of the
+    root (its main node replaced by W1) shows that the walk mixed the root before W1 with
+    'a' after W2: {1, 4} is the answer of no instant. It walks again and answers
+    {1, 3, 4}. (Without the re-read it answers {1, 4}: shown by hand, see the module
+    docstring.)"""
+    sep, star = DIALECTS[dialect]
+    t = CSTrie(dialect)
+    t.subscribe(sep.join(["a", "b"]), 1)
+    t.subscribe(sep.join(["a", "c"]), 2)
+    topic = sep.join(["a", "b"])
+    assert t.lookup(topic) == {1} and t.lookup(topic) == {1}  # quiet: the hint is set
+    root = t._read_root()
+
+    def writes() -> None:
+        t.subscribe(sep.join([star, "b"]), 3)
+        t.subscribe(sep.join(["a", "b"]), 4)
+        assert t.lookup(topic) == {1, 3, 4}  # recorded (the hint is stale), then sets it
+
+    root.main = _ReadThen(root.main, writes)
+    with counting() as c:
+        got = t.lookup(topic)
+    assert got == {1, 3, 4}, got
+    n = c.snapshot()
+    assert (n["rewalk"], n["revalidate"]) == (1, 0), n
+
+
+def test_the_hint_follows_the_version():
+    """Which walk a lookup takes, seen through one write landing right after its read of
+    the last I-node it reads: an unrecorded walk sees the version move and walks again (a
+    "rewalk"); a recorded one needs no look at its last read (neither a "rewalk" nor a
+    "revalidate"). A lookup that finds nothing changed sets the hint to the version; a write
+    between lookups makes it stale, and the next lookup records."""
+    t = CSTrie()
+    for pat, s in (("a.b", 1), ("a.c", 2)):
+        t.subscribe(pat, s)
+    inode = _inode(t, ["a"])
+    j = iter(range(100))
+
+    def lookup_with_a_write_landing() -> str:
+        real = inode.main
+        inode.main = _ReadThen(real, lambda: t.subscribe("a.b", f"w{next(j)}"))
+        try:
+            with counting() as c:
+                t.lookup("a.b")
+        finally:
+            inode.main = real
+        n = c.snapshot()
+        return {(1, 0): "unrecorded", (0, 0): "recorded"}.get((n["rewalk"], n["revalidate"]), str(n))
+
+    modes = []
+    t.lookup("a.b")  # quiet: a recorded walk (no hint yet) that sets the hint
+    modes.append(lookup_with_a_write_landing())  # unrecorded; its second walk sets the hint
+    t.subscribe("a.d", 9)  # the hint is stale now
+    modes.append(lookup_with_a_write_landing())  # recorded; the write leaves the hint stale
+    t.lookup("a.b")  # quiet: recorded, sets the hint
+    modes.append(lookup_with_a_write_landing())
+    assert modes == ["unrecorded", "recorded", "unrecorded"], modes
