@@ -879,26 +879,33 @@ class CSTrie(Generic[S]):
                             # shift is 0) is inlined from _kid_branch, which takes the
                             # deeper ones. The kid leaf read becomes the level's current
                             # read (ref, m), recorded below only if another read follows,
-                            # like any read; the top, read before it, is recorded now. A
-                            # missing kid or a tomb (an empty leaf, final) leaves the top
-                            # current: each read is recorded once.
+                            # like any read; the top is recorded before the kid is read.
+                            # A missing kid or a tomb (an empty leaf, final) leaves the top
+                            # current: its record is taken back, so each read is recorded
+                            # once.
                             kid = m.kids[hash(w) & 31]  # kid_index(m, w) inlined
                             if kid is not None:
+                                # The record step (as below), before the kid's read: an
+                                # unrecorded walk must read the version before any read
+                                # but its first (found by review: reading the kid first let
+                                # writes to it go unseen).
+                                if rec:
+                                    seen += (ref, m, k)
+                                elif r0 is None:
+                                    r0, m0 = ref, m
+                                    if vc is not None:
+                                        v0 = vc.get()
+                                        if not may or v0 != self._quiet:
+                                            rec = True
+                                            seen += (ref, m, k)
                                 kref = kid.main
                                 km = kref.get()
                                 if km.prev is not None:
                                     km = gcas_complete(kid, km, self)
-                                if type(km) is CNode:
-                                    # The record step (as below): the top is left.
+                                if type(km) is not CNode:
                                     if rec:
-                                        seen += (ref, m, k)
-                                    elif r0 is None:
-                                        r0, m0 = ref, m
-                                        if vc is not None:
-                                            v0 = vc.get()
-                                            if not may or v0 != self._quiet:
-                                                rec = True
-                                                seen += (ref, m, k)
+                                        del seen[-3:]  # the top stays the current read
+                                else:
                                     ref = kref
                                     m = km
                                     b = m.branches
@@ -974,7 +981,8 @@ class CSTrie(Generic[S]):
                 self._read_root()  # completes the pending RDCSS
                 continue
             # Validation. A walk that read one I-node needs none, nor does a read-only view.
-            # An unrecorded walk: v0, read after its first read r0 -> m0, had no window open
+            # An unrecorded walk: v0, read after its first read r0 -> m0 and before any
+            # other (the record step, also before a kid's read), had no window open
             # (the hint is only ever such a version). If the version still reads v0, no write
             # that changes the stored pairs committed between the two reads of it, so the
             # pairs stored were the same throughout; if r0 still holds m0, m0 was current
@@ -995,7 +1003,7 @@ class CSTrie(Generic[S]):
             # set to it, so that the next lookups may walk unrecorded. Otherwise
             # _revalidate looks at what changed: parts the walk did not use, or only
             # subscriber sets (whose hits it swaps), cost no new walk.
-            elif ((seen[0].get() is not seen[1] if len(seen) == 3 else
+            elif seen and ((seen[0].get() is not seen[1] if len(seen) == 3 else
                          seen[0].get() is not seen[1] or seen[3].get() is not seen[4]
                          if len(seen) == 6 else list(map(_get, seen[::3])) != seen[1::3])):
                 if _count is not None:
@@ -1230,8 +1238,10 @@ class CSTrie(Generic[S]):
                 return  # frozen by a snapshot: read the tomb as empty, as above
 
     def _lookup_amqp(self, words: list[str]) -> frozenset[Any]:
-        """AMQP lookup: :meth:`_walk_amqp`, validated as :meth:`lookup` validates its walk
-        (:meth:`_validate`: only the parts each visit used), at most ``_MAX_WALKS`` walks,
+        """AMQP lookup: :meth:`_walk_amqp`, validated as :meth:`lookup` validates its walk:
+        the first walk unrecorded when the hint allows (the version read before it),
+        validated by the content version alone; then recorded walks, validated by
+        :meth:`_validate` (only the parts each visit used), at most ``_MAX_WALKS`` of them,
         then the frozen root."""
         vc = self._version  # None: a read-only view, which never changes
         first = True
@@ -1297,7 +1307,8 @@ class CSTrie(Generic[S]):
         With ``rec``, each visit records (AtomicRef, main node, index) in ``seen`` for
         :meth:`_validate`: it used that node's '#' and '*' branches and the branch of
         ``words[index]``; without, only the root's visit is recorded (the empty key's
-        match reads it) and the caller validates by the content version.
+        match reads it; the hash levels of a wide level, read by :meth:`_kid_branch`, are
+        recorded too, unused) and the caller validates by the content version.
         Written as one loop, the two branches unrolled, for speed.
         """
         n = len(words)

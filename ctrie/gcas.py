@@ -110,8 +110,9 @@ def GCAS(inode: INode, old: Main, new: Main, trie: CSTrie[Any], neutral: bool = 
     on (the same module), which the result cache and unrecorded lookups read. ``delta``
     overrides the difference where pairs move between I-nodes that ``new`` does not count (a
     new kid of a split level, a tomb's pairs taken up by its parent). An exception escaping the GCAS (only a fault hook can
-    raise there) leaves the window open for good: ``len()`` then always counts a snapshot,
-    slower but never wrong."""
+    raise there) leaves both windows open for good: ``len()`` then always counts a
+    snapshot, lookups always record their walks and the result cache always misses; slower
+    but never wrong."""
     if delta is None:
         delta = 0 if neutral else new.npairs - old.npairs
     if delta:

@@ -15,7 +15,9 @@ import pytest
 from ctrie import CSTrie
 from ctrie.counters import counting
 from ctrie.gcas import gcas_read
-from ctrie.nodes import INode
+from ctrie.nodes import INode, kid_index
+from ctrie.size import WINDOWS
+from schedule import StepScheduler
 from test_cache import _ReadThen
 from test_lookup_validation import _instrument
 
@@ -149,3 +151,71 @@ def test_the_hint_follows_the_version():
     t.lookup("a.b")  # quiet: recorded, sets the hint
     modes.append(lookup_with_a_write_landing())
     assert modes == ["unrecorded", "recorded", "unrecorded"], modes
+
+
+@pytest.mark.parametrize("dialect", ["nats", "mqtt"])
+def test_on_a_split_root_the_version_is_read_before_the_kid(dialect):
+    """Found by review of c2a5bde: with the root split into hash levels, the walk read the
+    word's kid leaf K before it read the content version, and re-read only the top. W1
+    (a.x -> s1b, in K) and W2 (*.x -> s2, in I(*)) landing right after the read of K,
+    then a recorded lookup setting the hint, let it answer {s1, s2}: no instant had that
+    set ({s1}, {s1, s1b}, {s1, s1b, s2}). The version must be read before the kid."""
+    sep, star = DIALECTS[dialect]
+    t = CSTrie(dialect, _leaf_max=2)
+    p = sep.join
+    for pat, s in ((p(["a", "x"]), "s1"), (p([star, "y"]), "s3"), (p([star, "q"]), "s5"),
+                   ("b", 1), ("c", 2), ("d", 3), ("e", 4)):
+        t.subscribe(pat, s)
+    topic = p(["a", "x"])
+    top = gcas_read(t._read_root(), t)
+    assert top.kids is not None, "the root did not split"
+    kid = top.kids[kid_index(top, "a")]
+    assert "a" in gcas_read(kid, t).branches, "'a' is not in the first hash level"
+    assert t.lookup(topic) == {"s1"} and t.lookup(topic) == {"s1"}  # quiet: the hint is set
+    real = kid.main
+
+    def writes() -> None:
+        kid.main = real
+        t.subscribe(p(["a", "x"]), "s1b")
+        t.subscribe(p([star, "x"]), "s2")
+        assert t.lookup(topic) == {"s1", "s1b", "s2"}  # recorded, then sets the hint
+
+    kid.main = _ReadThen(real, writes)
+    assert t.lookup(topic) == {"s1", "s1b", "s2"}
+
+
+def test_the_hint_is_never_a_version_with_a_window_open():
+    """The unrecorded walk's argument needs a window-free v0: with a window open, a writer
+    can commit during the walk without moving the version. W1 (a.b.c -> x) and W2 (a.*.c
+    -> z) are parked inside their windows, before their CAS (the step scheduler); a
+    recorded lookup then finds nothing changed, and must not take that version as the
+    hint. The next lookup, with both writers committing (not closing their windows) right
+    after it reads I(a), is then recorded and its validation sees W1: {x, z}, the commit
+    order. (With the version taken as the hint: {z}. Schedule from the review of c2a5bde.)"""
+    t = CSTrie()
+    for pat, s in (("a.*.x", 1), ("a.*.y", 2), ("a.q", 3)):
+        t.subscribe(pat, s)
+    topic = "a.b.c"
+    assert t.lookup(topic) == frozenset()
+    armed = []
+
+    def commit_both() -> None:
+        if armed:
+            armed.clear()
+            for w in ("W1", "W2"):
+                sched.run_until(w, lambda w=w: sched.at(w) == ("gcas_commit", "after"))
+
+    _instrument(t, "a", commit_both, budget=10**6)
+    with StepScheduler() as sched:
+        sched.spawn("W1", lambda: t.subscribe("a.b.c", "x"))
+        sched.spawn("W2", lambda: t.subscribe("a.*.c", "z"))
+        for w in ("W1", "W2"):
+            assert sched.step(w) == ("inode_cas", "before"), sched.at(w)  # window open
+        open_version = t._version.get()
+        assert open_version % WINDOWS == 2
+        assert t.lookup(topic) == frozenset()  # recorded; nothing changed
+        assert t._quiet != open_version, "the hint took a version with windows open"
+        armed.append(True)
+        got = t.lookup(topic)
+        sched.finish()
+    assert got == {"x", "z"}, got
