@@ -812,7 +812,7 @@ class CSTrie(Generic[S]):
         # MQTT 4.7.2: a leading wildcard does not match a topic that starts with '$'.
         dollar = mqtt and words[0][:1] == "$"
         vc = self._version  # None: a read-only view, which never changes
-        unrec = True  # the next walk may go unrecorded (only a lookup's first may)
+        unrec = True  # this lookup may still take its one unrecorded walk
         walks = 0
         while True:
             if walks:
@@ -826,8 +826,6 @@ class CSTrie(Generic[S]):
             # Whether the walk records its reads for the validation is decided when it
             # leaves its first I-node (a walk that reads one I-node needs no validation):
             # see the record step below. Until then rec is False and r0 None.
-            may = unrec
-            unrec = False
             rec = False
             r0: Any = None
             # The root reference may hold an RDCSS descriptor (a snapshot is being taken):
@@ -895,7 +893,9 @@ class CSTrie(Generic[S]):
                                     r0, m0 = ref, m
                                     if vc is not None:
                                         v0 = vc.get()
-                                        if not may or v0 != self._quiet:
+                                        if unrec and v0 == self._quiet:
+                                            unrec = False  # the lookup's one
+                                        else:
                                             rec = True
                                             seen += (ref, m, k)
                                 kref = kid.main
@@ -957,15 +957,18 @@ class CSTrie(Generic[S]):
                     # (``seen += (ref, m, k)`` appends all three without a call). Else, on
                     # leaving its first I-node, the walk keeps that read (r0, m0), reads the
                     # content version v0 (ctrie.size) and decides: it goes on unrecorded
-                    # if it may and the hint is v0 (the window-free version a walk last
-                    # found unchanged: no write came since), else it records from here.
+                    # if the lookup has not had its one unrecorded walk yet and the hint
+                    # is v0 (the window-free version a walk last found unchanged: no
+                    # write came since), else it records from here.
                     if rec:
                         seen += (ref, m, k)
                     elif r0 is None:
                         r0, m0 = ref, m
                         if vc is not None:
                             v0 = vc.get()
-                            if not may or v0 != self._quiet:
+                            if unrec and v0 == self._quiet:
+                                unrec = False  # the lookup's one unrecorded walk
+                            else:
                                 rec = True
                                 seen += (ref, m, k)
                     if nxt is not None:
@@ -988,8 +991,8 @@ class CSTrie(Generic[S]):
             # pairs stored were the same throughout; if r0 still holds m0, m0 was current
             # when v0 was read, and every later read followed from it. So the walk found
             # what the trie stored at the read of v0, and linearizes there (ctrie.size).
-            # Otherwise walk again, recording (not one of the walks the bound counts: only
-            # a lookup's first walk may go unrecorded).
+            # Otherwise walk again (not one of the walks the bound counts: a lookup has
+            # one unrecorded walk at most).
             if not rec:
                 if r0 is not None and vc is not None and (vc.get() != v0 or r0.get() is not m0):
                     if _count is not None:
