@@ -29,11 +29,16 @@ When no write came lately, the records are not needed: every write that changes 
 pairs moves the trie's content version inside a window (:mod:`ctrie.size`), so a walk
 between two equal, window-free reads of it found the pairs stored throughout. A lookup's
 first walk goes *unrecorded* when the version it reads on leaving its first I-node is the
-hint (the last version a recorded walk found unchanged): it keeps no record, and at the end
-re-reads the version and its first I-node only. If either moved it walks again, recorded,
-once more at most, outside the bound above. That saves a record and a re-read per I-node
-read (on the dense workload 14 I-nodes a lookup), at the cost of two atomic reads and one
-wasted walk when a write lands during it, which the hint makes rare under steady writes.
+hint (a version that two recorded walks in a row found unchanged): it keeps no record, and
+at the end re-reads the version and its first I-node only. If either moved it walks again,
+recorded, once more at most, outside the bound above. That saves a record and a re-read per
+I-node read (on the dense workload 14 I-nodes a lookup), at the cost of two atomic reads and
+one wasted walk when a write lands during it. The hint keeps those rare under steady
+writes; it takes two quiet walks because one is a poor forecast beside a writer that
+commits about as often as lookups complete (an inbox-churning writer on 3.13t: 21 % of
+lookups walked twice with one, 4 % with two). What the version costs beside writers that
+never touch the lookup's path (every reader reads a counter every write moves) is measured
+by the ``starvation`` experiment.
 
 Path compression: where only one pattern continues below a branch, its remaining words sit
 in an S-node (:class:`~ctrie.nodes.SNode`) in the branch instead of a chain of one-branch
@@ -180,6 +185,7 @@ class CSTrie(Generic[S]):
         "_cache",
         "_version",
         "_quiet",
+        "_calm",
     )
 
     def __new__(cls, dialect: DialectLike = Dialect.NATS, *, cache: bool = False,
@@ -210,7 +216,8 @@ class CSTrie(Generic[S]):
         # read-only view, whose content never changes, has none (its cache keeps a counter
         # that never moves).
         self._version = None if _readonly else AtomicInt64(0)
-        self._quiet = -1  # the lookups' hint: the last version a walk found unchanged
+        self._quiet = -1  # the lookups' hint: a version two recorded walks found unchanged
+        self._calm = -1  # the last version one recorded walk found unchanged
         self._cache = ResultCache(AtomicInt64(0) if self._version is None else self._version,
                                   CACHE_MAX_ENTRIES if cache_max is None else cache_max,
                                   cache_sweep_to) if cache else None
@@ -1002,8 +1009,9 @@ class CSTrie(Generic[S]):
             # A recorded walk: what the walk used of every I-node but the last must still be
             # in place (see _revalidate). The common case, no I-node changed, is one
             # comparison in C (list equality tests identity first; main nodes define no
-            # __eq__); then, if the version too is unchanged and window-free, the hint is
-            # set to it, so that the next lookups may walk unrecorded. Otherwise
+            # __eq__); then, if the version too is unchanged and window-free, it becomes
+            # _calm, or the hint if _calm already held it (a second quiet walk in a row),
+            # so that the next lookups may walk unrecorded. Otherwise
             # _revalidate looks at what changed: parts the walk did not use, or only
             # subscriber sets (whose hits it swaps), cost no new walk.
             elif seen and ((seen[0].get() is not seen[1] if len(seen) == 3 else
@@ -1016,7 +1024,10 @@ class CSTrie(Generic[S]):
                     continue
                 return res
             elif v0 != self._quiet and not v0 % WINDOWS and vc.get() == v0:  # type: ignore[union-attr]
-                self._quiet = v0  # only ever a window-free version: see the record step
+                if self._calm == v0:
+                    self._quiet = v0  # only ever a window-free version: see the record step
+                else:
+                    self._calm = v0
             if not hits:
                 return EMPTY
             if len(hits) == 1:
@@ -1289,7 +1300,10 @@ class CSTrie(Generic[S]):
                 if not self._validate(seen, words or _EMPTY_KEY_PATH):
                     continue
             elif v0 != self._quiet and not v0 % WINDOWS and vc.get() == v0:  # type: ignore[union-attr]
-                self._quiet = v0  # as in lookup
+                if self._calm == v0:
+                    self._quiet = v0  # as in lookup
+                else:
+                    self._calm = v0
             if not hits:
                 return EMPTY
             return as_frozenset(hits[0]) if len(hits) == 1 else EMPTY.union(*hits)
