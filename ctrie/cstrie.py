@@ -29,12 +29,12 @@ When no write came lately, the records are not needed: every write that changes 
 pairs moves the trie's content version inside a window (:mod:`ctrie.size`), so a walk
 between two equal, window-free reads of it found the pairs stored throughout. A lookup's
 first walk goes *unrecorded* when the version it reads on leaving its first I-node is the
-hint (a version that two recorded walks in a row found unchanged): it keeps no record, and
-at the end re-reads the version and its first I-node only. If either moved it walks again,
-recorded, once more at most, outside the bound above. That saves a record and a re-read per
-I-node read (on the dense workload 14 I-nodes a lookup), at the cost of two atomic reads and
-one wasted walk when a write lands during it. The hint keeps those rare under steady
-writes; it takes two quiet walks because one is a poor forecast beside a writer that
+hint (a version that two recorded walks, of any topic, found unchanged): it keeps no record,
+and at the end re-reads the version and its first I-node only. If either moved it walks
+again, recorded, once more at most, outside the bound above. That saves a record and a
+re-read per I-node read (on the dense workload 14 I-nodes a lookup), at the cost of two atomic
+reads and one wasted walk when a write lands during it. The hint keeps those rare under
+steady writes; it takes two quiet walks because one is a poor forecast beside a writer that
 commits about as often as lookups complete (an inbox-churning writer on 3.13t: 21 % of
 lookups walked twice with one, 4 % with two). What the version costs beside writers that
 never touch the lookup's path (every reader reads a counter every write moves) is measured
@@ -1010,8 +1010,9 @@ class CSTrie(Generic[S]):
             # in place (see _revalidate). The common case, no I-node changed, is one
             # comparison in C (list equality tests identity first; main nodes define no
             # __eq__); then, if the version too is unchanged and window-free, it becomes
-            # _calm, or the hint if _calm already held it (a second quiet walk in a row),
-            # so that the next lookups may walk unrecorded. Otherwise
+            # _calm, or the hint if _calm already held it (a second quiet walk at that
+            # version, of any topic or thread), so that the next lookups may walk
+            # unrecorded. Otherwise
             # _revalidate looks at what changed: parts the walk did not use, or only
             # subscriber sets (whose hits it swaps), cost no new walk.
             elif seen and ((seen[0].get() is not seen[1] if len(seen) == 3 else

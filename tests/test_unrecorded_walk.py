@@ -132,7 +132,7 @@ def test_the_hint_follows_the_version():
     """Which walk a lookup takes, seen through one write landing right after its read of
     the last I-node it reads: an unrecorded walk sees the version move and walks again (a
     "rewalk"); a recorded one needs no look at its last read (neither a "rewalk" nor a
-    "revalidate"). Two lookups in a row that find nothing changed set the hint to the
+    "revalidate"). Two lookups that find nothing changed at one version set the hint to the
     version, one does not; a write between lookups makes it stale, and the next lookup
     records."""
     t = CSTrie()
