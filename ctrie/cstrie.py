@@ -1025,10 +1025,7 @@ class CSTrie(Generic[S]):
                     continue
                 return res
             elif v0 != self._quiet and not v0 % WINDOWS and vc.get() == v0:  # type: ignore[union-attr]
-                if self._calm == v0:
-                    self._quiet = v0  # only ever a window-free version: see the record step
-                else:
-                    self._calm = v0
+                self._quiet_walk(v0)  # only ever a window-free version: see the record step
             if not hits:
                 return EMPTY
             if len(hits) == 1:
@@ -1036,6 +1033,16 @@ class CSTrie(Generic[S]):
                 # (Tested as "a SubSet", which is final, so that a type checker narrows.)
                 return h.frozen() if type(h) is SubSet else h  # SubSet.frozen(): cached once
             return EMPTY.union(*hits)
+
+    def _quiet_walk(self, v0: int) -> None:
+        """A recorded walk found the window-free content version ``v0`` unchanged (any
+        dialect's lookup, off its common path: once or twice per write): the second such
+        walk at ``v0`` makes it the hint, the first only notes it. Racing readers can only
+        pick which window-free version becomes the hint. O(1)."""
+        if self._calm == v0:
+            self._quiet = v0
+        else:
+            self._calm = v0
 
     def _kid_branch(self, m: Main, w: str, k: int, seen: list[Any]) -> Optional[Branch]:
         """The branch of word ``w`` below the split C-node ``m`` (a wide level, read at
@@ -1301,10 +1308,7 @@ class CSTrie(Generic[S]):
                 if not self._validate(seen, words or _EMPTY_KEY_PATH):
                     continue
             elif v0 != self._quiet and not v0 % WINDOWS and vc.get() == v0:  # type: ignore[union-attr]
-                if self._calm == v0:
-                    self._quiet = v0  # as in lookup
-                else:
-                    self._calm = v0
+                self._quiet_walk(v0)  # as in lookup
             if not hits:
                 return EMPTY
             return as_frozenset(hits[0]) if len(hits) == 1 else EMPTY.union(*hits)
