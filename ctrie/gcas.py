@@ -125,21 +125,22 @@ def GCAS(inode: INode, old: Main, new: Main, trie: CSTrie[Any], neutral: bool = 
         state += 1
         version: Any = trie._version  # the content version (ctrie.size), the same way
         version += 1
-    new.prev = AtomicRef(old)
+    pv: AtomicRef[Prev] = AtomicRef(old)
+    new.prev = pv
     if _fault is not None and _fault("inode_cas", "before"):
         new.prev = None
         committed = False
     elif inode.main.compare_and_set(old, new):
-        p: Optional[AtomicRef[Prev]] = new.prev
         # gcas_complete's commit step, inlined (every write takes it: two calls less). The
-        # same test and the same CAS: still pending, the root a plain I-node (no RDCSS in
-        # flight) of this I-node's generation, and the trie writable. Anything else (a
-        # descriptor, a snapshot since, a helper that already decided) goes to
+        # same test and the same CAS: the root a plain I-node (no RDCSS in flight) of this
+        # I-node's generation, the trie writable, and ``prev`` still pending. That last one
+        # is the CAS's own test: it fails if a helper already decided (``prev`` then holds
+        # None or a FailedNode, and never ``old`` again), so no read comes before it.
+        # Anything else (a descriptor, a snapshot since, a helper's verdict) goes to
         # gcas_complete; so does every GCAS while a fault hook is installed, so that the
         # fault schedules drive the very code they were written against.
-        if (_fault is None and p is not None and p.get() is old
-                and type(root := trie._root.get()) is INode and root.gen is inode.gen
-                and not trie._readonly and p.compare_and_set(old, None)):
+        if (_fault is None and type(root := trie._root.get()) is INode and root.gen is inode.gen
+                and not trie._readonly and pv.compare_and_set(old, None)):
             new.prev = None
             committed = True
         else:

@@ -10,7 +10,7 @@ import pytest
 
 from ctrie import CSTrie, ReadOnlyError
 from ctrie import faults
-from ctrie.gcas import GCAS, gcas_read
+from ctrie.gcas import GCAS, gcas_complete, gcas_read
 from ctrie.nodes import Branch, CNode, Gen, SNode, TNode
 from ctrie.size import WINDOWS
 
@@ -111,14 +111,20 @@ class _SnapshotAfterCAS:
         return ok
 
 
-def test_a_snapshot_between_the_inode_cas_and_the_commit_aborts_the_inline_commit():
+def _a_write_to_make():
+    """A trie holding a.b and a.c, with no fault hook installed (so GCAS commits inline),
+    the I-node of 'a', its main node and a successor adding a.y -> 3, not yet written."""
     assert faults.get_fault_hook() is None
     t = CSTrie()
     t.subscribe("a.b", 1)
     t.subscribe("a.c", 1)
     inode = gcas_read(t._read_root(), t).branches["a"].inode
     old = gcas_read(inode, t)
-    new = old.updated("y", Branch(frozenset({3}), None), "*", ">")
+    return t, inode, old, old.updated("y", Branch(frozenset({3}), None), "*", ">")
+
+
+def test_a_snapshot_between_the_inode_cas_and_the_commit_aborts_the_inline_commit():
+    t, inode, old, new = _a_write_to_make()
     inode.main = trap = _SnapshotAfterCAS(inode.main, t)
     assert GCAS(inode, old, new, t) is False  # the root's generation moved: abort
     assert trap.fired
@@ -134,6 +140,56 @@ def test_a_snapshot_between_the_inode_cas_and_the_commit_aborts_the_inline_commi
     assert trap2.fired
     assert t2.lookup("a.y") == {3} and len(t2) == 3
     t2.check()
+
+
+class _HelperAfterRootRead:
+    """The trie's root reference. Armed with a pending GCAS (I-node, new main node), its
+    next ``get()`` reads the root and then, before handing it back, lets a helper settle
+    that GCAS: after a snapshot (``snapshot=True``: the root's generation is no longer the
+    I-node's, so the helper aborts it) or not (it commits). The writer's inline commit has
+    then read a root of the I-node's generation, and its CAS on ``prev`` comes after the
+    helper's verdict."""
+
+    def __init__(self, ref, trie, snapshot):
+        self.ref, self.trie, self.snapshot, self.armed = ref, trie, snapshot, None
+
+    def get(self):
+        r = self.ref.get()
+        if self.armed is not None:
+            inode, new = self.armed
+            self.armed = None
+            self.trie._root = self.ref  # the snapshot's RDCSS and the helper use the real one
+            if self.snapshot:
+                self.trie._swap_root_generation()
+            gcas_complete(inode, new, self.trie)
+        return r
+
+    def __getattr__(self, name):
+        return getattr(self.ref, name)
+
+
+@pytest.mark.parametrize("snapshot", [True, False], ids=["helper aborts", "helper commits"])
+def test_a_helper_deciding_before_the_inline_commit_is_obeyed(snapshot):
+    """GCAS commits inline with one CAS of ``prev`` from the node it replaced, with no read
+    before it: the CAS itself must fail once a helper has decided. Here the helper decides
+    after the writer's check of the root's generation, which passed. Aborted, the write
+    must report False and leave the old node in place (an unconditional commit reports it
+    done while the helper has restored the old node: a lost write, and a size one too
+    large); committed, it reports True once."""
+    t, inode, old, new = _a_write_to_make()
+    t._root = trap = _HelperAfterRootRead(t._root, t, snapshot)
+    trap.armed = (inode, new)
+    committed = GCAS(inode, old, new, t)
+    assert trap.armed is None and t._root is trap.ref, "the helper did not run"
+    if snapshot:
+        assert committed is False
+        assert gcas_read(inode, t) is old
+        assert t.lookup("a.y") == frozenset() and len(t) == 2
+    else:
+        assert committed is True
+        assert gcas_read(inode, t) is new
+        assert t.lookup("a.y") == {3} and len(t) == 3
+    t.check()
 
 
 def test_read_only_snapshot_never_changes():
