@@ -180,6 +180,14 @@ def _has_whitespace(s: str) -> bool:
 
 
 def _nats_pattern(pattern: str) -> list[str]:
+    # Hot path (every subscribe and unsubscribe), as in _nats_topic: a plain printable str
+    # without space or '>' needs only the empty-word test ('*' is a word of its own or part
+    # of a literal word: both valid). Anything else takes the full checks below.
+    if type(pattern) is str and pattern.isprintable() and " " not in pattern \
+            and ">" not in pattern:
+        words = pattern.split(".")
+        if "" not in words:
+            return words
     _str_or_type_error(pattern, "pattern")
     words = pattern.split(".")
     if not pattern:
