@@ -147,9 +147,9 @@ def GCAS(inode: INode, old: Main, new: Main, trie: CSTrie[Any], neutral: bool = 
             if _fault is not None:
                 _fault("inode_cas", "after")
             gcas_complete(inode, new, trie)
-            # Read the verdict from the AtomicRef, not the hint: None means committed.
-            p = new.prev
-            committed = p is None or p.get() is None
+            # The verdict, from our AtomicRef (not from ``new.prev``, which the commit hint
+            # may already have cleared): None means committed.
+            committed = pv.get() is None
     else:
         if _fault is not None:
             _fault("inode_cas", "after")
