@@ -181,12 +181,13 @@ def _has_whitespace(s: str) -> bool:
 
 def _nats_pattern(pattern: str) -> list[str]:
     # Hot path (every subscribe and unsubscribe), as in _nats_topic: a plain printable str
-    # without space or '>' needs only the empty-word test ('*' is a word of its own or part
-    # of a literal word: both valid). Anything else takes the full checks below.
-    if type(pattern) is str and pattern.isprintable() and " " not in pattern \
-            and ">" not in pattern:
+    # without space needs only the empty-word test and the '>' rule ('*' is a word of its
+    # own or part of a literal word: both valid; so is a '>' inside a word). Anything else
+    # takes the full checks below, which name the rule broken.
+    if type(pattern) is str and pattern.isprintable() and " " not in pattern:
         words = pattern.split(".")
-        if "" not in words:
+        if "" not in words and (">" not in pattern or ">" not in words
+                                or words.index(">") == len(words) - 1):
             return words
     _str_or_type_error(pattern, "pattern")
     words = pattern.split(".")
@@ -262,7 +263,8 @@ def _wildcard_at(s: str) -> int:
 
 
 def _mqtt_pattern(pattern: str) -> list[str]:
-    _str_or_type_error(pattern, "pattern")
+    if not isinstance(pattern, str):  # the test of _str_or_type_error, without its call
+        _str_or_type_error(pattern, "pattern")
     if not pattern:
         raise InvalidTopicError(pattern, "pattern", "mqtt", "must be at least one character")
     if "\x00" in pattern:
