@@ -318,6 +318,17 @@ def test_replicated_histories_are_linearizable(figures):
             "replicated", figures)
 
 
+#: Histories per run for the replicated no-mark variant, in units of MUTANT_HISTORIES_PER_RUN,
+#: and the share of runs that must catch it. It shows only in some histories (every operation
+#: that catches up marks every replica), and how often depends on the machine's scheduling:
+#: at 4 units and 95 %, 15 runs of this test at 61badc4 caught it in 14-20 of 20 runs (3 of
+#: the 15 red), and a fresh-clone CI went red on it. At 12 units, 35 runs caught it in 17-20
+#: (31 of them in all 20).
+#: A checker blind to the variant catches it in none.
+REPLICATED_SCALE = 12
+REPLICATED_CAUGHT = 0.8
+
+
 @pytest.mark.concurrency
 @pytest.mark.timeout(900)
 def test_replicated_writes_that_mark_nobody_are_caught(monkeypatch, figures):
@@ -327,11 +338,12 @@ def test_replicated_writes_that_mark_nobody_are_caught(monkeypatch, figures):
     caught = 0
     for run in range(MUTANT_RUNS):
         # Each operation that catches up marks every replica, so the variant shows only in
-        # some histories: a run checks four times as many.
-        tally = run_histories(4 * MUTANT_HISTORIES_PER_RUN, SEED + 1 + run, stop_at_first=True,
+        # some histories: a run checks REPLICATED_SCALE times as many.
+        tally = run_histories(REPLICATED_SCALE * MUTANT_HISTORIES_PER_RUN, SEED + 1 + run,
+                              stop_at_first=True,
                               draw=draw_replicated_reads, make=_replicated)
         caught += tally["violations"] > 0
     print(f"\nreplicated no-mark mutant caught in {caught}/{MUTANT_RUNS} runs "
-          f"(a run: up to {4 * MUTANT_HISTORIES_PER_RUN} histories x {THREADS} threads)")
+          f"(a run: up to {REPLICATED_SCALE * MUTANT_HISTORIES_PER_RUN} histories x {THREADS} threads)")
     figures.add("mutant runs caught (replicated writes that mark nobody)", caught)
-    assert caught >= 0.95 * MUTANT_RUNS
+    assert caught >= REPLICATED_CAUGHT * MUTANT_RUNS
