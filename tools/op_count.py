@@ -31,6 +31,7 @@ import collections
 import dis
 import json
 import sys
+from itertools import count as counter
 from pathlib import Path
 from typing import Any, Callable
 
@@ -93,14 +94,14 @@ def cases(width: int, crowd: int) -> dict[str, Callable[[Any], tuple[Callable[[]
     def lookups(pairs: list[tuple[str, Any]], topics: list[str]):
         def build(make: Callable[[], Any]) -> tuple[Callable[[], Any], int]:
             m = filled(make, pairs)
-            it = iter(range(10**9))
+            it = counter()
             look = m.lookup
             return (lambda: look(topics[next(it) % len(topics)])), max(20, len(topics))
         return build
 
     def inbox(make: Callable[[], Any]) -> tuple[Callable[[], Any], int]:
         m = filled(make, [(f"_INBOX.{i}.reply", "s") for i in range(width)])
-        it = iter(range(10**9))
+        it = counter()
 
         def op() -> None:
             p = f"_INBOX.new{next(it)}.reply"
@@ -110,7 +111,7 @@ def cases(width: int, crowd: int) -> dict[str, Callable[[Any], tuple[Callable[[]
 
     def crowd_step(make: Callable[[], Any]) -> tuple[Callable[[], Any], int]:
         m = filled(make, [("stock.>", i) for i in range(crowd)])
-        it = iter(range(10**9))
+        it = counter()
         return (lambda: m.subscribe("stock.>", -1 - next(it))), 20
 
     numbered = [(p, i) for i, p in enumerate([*hot, workloads.LATENCY_PATTERN])]
