@@ -8,7 +8,11 @@ turns on its lock), in two workloads, each cell a timed round of ``starvation_se
 - ``fork/d<D>/<writer>``: 2**D patterns, every combination of ``b`` and ``*`` for ``D`` words
   below ``a``; the reader looks up ``a.b.b...`` (D words after ``a``), which follows every
   path. The writer does nothing (``none``), or subscribes and unsubscribes ``a.unrelated``
-  in a loop (``unrelated``: a sibling the lookup does not use).
+  in a loop (``unrelated``: a sibling the lookup does not use), or is the control ``busy``:
+  a thread that loops on arithmetic of its own and never touches the matcher. Beside it the
+  reader keeps what any thread leaves it: about half on the GIL build, which hands the GIL to
+  each runnable thread in turn, so no matcher's reader can keep 0.5 of its rate there beside
+  a writer that never waits; nearly all of it on a free-threaded build with a core each.
 - ``hot/<writer>``: 100 subscribers of ``stock.>`` and the patterns ``stock.nyse.ibm``,
   ``stock.nyse.*`` and ``stock.*.ibm``; the reader looks up ``stock.nyse.ibm``. The writer
   does nothing (``none``), churns subscribers of ``stock.>`` (``branch``: a branch the lookup
@@ -36,7 +40,7 @@ __all__ = ["ALGORITHMS", "FORK_DEPTHS", "HOT_WRITERS", "run_starvation"]
 
 ALGORITHMS = ("cstrie", "locked_trie_nocache")
 FORK_DEPTHS = (2, 4, 6)
-FORK_WRITERS = ("none", "unrelated")
+FORK_WRITERS = ("none", "unrelated", "busy")
 HOT_WRITERS = ("none", "branch", "sibling", "other-root")
 
 
@@ -47,6 +51,13 @@ def _fork_patterns(depth: int) -> list[str]:
     return ["a" + p for p in out]
 
 
+def _busy(m: Any, j: int) -> None:
+    """The control writer's step: a short loop of arithmetic on nothing shared."""
+    x = j
+    for k in range(60):
+        x ^= k
+
+
 def _setup(workload: str) -> tuple[list[tuple[str, Any]], str, Callable[[Any, int], None] | None]:
     """(pairs to subscribe, the reader's topic, one writer step or None)."""
     kind, *rest = workload.split("/")
@@ -55,6 +66,8 @@ def _setup(workload: str) -> tuple[list[tuple[str, Any]], str, Callable[[Any, in
         depth = int(rest[0][1:])
         pairs: list[tuple[str, Hashable]] = [(p, i) for i, p in enumerate(_fork_patterns(depth))]
         topic = "a." + ".".join(["b"] * depth)
+        if writer == "busy":
+            return pairs, topic, _busy
         target = {"none": None, "unrelated": "a.unrelated"}[writer]
     else:
         pairs = [("stock.>", f"s{i}") for i in range(100)]
