@@ -349,7 +349,7 @@ class CSTrie(Generic[S]):
         top = min(len(t), len(rest))
         while k < top and t[k - 1] == rest[k - 1]:
             k += 1
-        new = (subscriber,)
+        new = frozenset((subscriber,))
         # The branch at level k - 1 of each pattern: where it ends, or an S-node of the rest.
         old_b = Branch(sn.subs, None) if k == len(t) else Branch(EMPTY, SNode(t[k:], sn.subs, single, multi))
         if t[k - 1] != rest[k - 1]:
@@ -397,8 +397,8 @@ class CSTrie(Generic[S]):
                     if kid is None:
                         # No word of this hash slice yet: a new kid leaf holding just w.
                         # Its pairs live in the new I-node, so the count comes with it.
-                        nb = (Branch((subscriber,), None) if i == last else
-                              Branch(EMPTY, SNode(words[i + 1:], (subscriber,),
+                        nb = (Branch(frozenset((subscriber,)), None) if i == last else
+                              Branch(EMPTY, SNode(words[i + 1:], frozenset((subscriber,)),
                                                   single, multi)))
                         leaf = CNode({w: nb}, single, multi, shift=m.shift + FANOUT_BITS)
                         return (None if GCAS(inode, m, m.with_kid(j, INode(leaf, startgen)), self,
@@ -417,7 +417,7 @@ class CSTrie(Generic[S]):
                     return _RESTART
             if i == last:
                 if b is None:
-                    nb = Branch((subscriber,), None)
+                    nb = Branch(frozenset((subscriber,)), None)
                 else:
                     subs = with_sub(b.subs, subscriber)
                     if subs is b.subs:
@@ -430,7 +430,7 @@ class CSTrie(Generic[S]):
             if child is None:
                 # The rest of the pattern is new: it goes in as one S-node, in one GCAS.
                 nb = Branch(EMPTY if b is None else b.subs,
-                            SNode(words[i + 1:], (subscriber,), single, multi))
+                            SNode(words[i + 1:], frozenset((subscriber,)), single, multi))
                 return (None if GCAS(inode, m, m.updated(w, nb, single, multi, m.npairs + 1), self)
                         else _RESTART)
             if type(child) is SNode:
@@ -1029,12 +1029,9 @@ class CSTrie(Generic[S]):
             if not hits:
                 return EMPTY
             if len(hits) == 1:
-                h = hits[0]
-                if type(h) is frozenset:
-                    return h  # a branch's own frozenset: immutable, so safe to hand out
-                # A lone subscriber's tuple (its frozenset built here: the price of the
-                # tuple's memory, see ctrie.subsets), or a SubSet (cached once per version).
-                return h.frozen() if type(h) is SubSet else frozenset(h)
+                h = hits[0]  # a branch's own frozenset: immutable, so safe to hand out
+                # (Tested as "a SubSet", which is final, so that a type checker narrows.)
+                return h.frozen() if type(h) is SubSet else h  # SubSet.frozen(): cached once
             return EMPTY.union(*hits)
 
     def _quiet_walk(self, v0: int) -> None:
@@ -1715,15 +1712,10 @@ class _Path:
 
 
 def _check_subs(subs: object, where: object) -> None:
-    """check(): a lone subscriber is a 1-tuple; a subscriber set is a frozenset of none or
-    of 2 to SUBS_FLAT, or a SubSet of more than SUBS_FLAT // 2 whose count and members
-    agree."""
-    if type(subs) is tuple:
-        assert len(subs) == 1, f"subscriber tuple of {len(subs)} at {where!r}"
-        return
+    """check(): a subscriber set is a frozenset of at most SUBS_FLAT, or a SubSet of more
+    than SUBS_FLAT // 2 whose count and members agree."""
     if type(subs) is frozenset:
         assert len(subs) <= SUBS_FLAT, f"flat subscriber set of {len(subs)} at {where!r}"
-        assert len(subs) != 1, f"a lone subscriber in a frozenset at {where!r}"
         return
     assert type(subs) is SubSet, f"subscribers are a {type(subs).__name__} at {where!r}"
     assert subs.size > SUBS_FLAT // 2, f"SubSet of {subs.size} at {where!r}"

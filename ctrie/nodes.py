@@ -155,10 +155,9 @@ def automaton(words: Sequence[str], single: str, multi: str) -> Automaton:
 
 @final
 class Branch:
-    """A word's branch in a C-node: ``subs`` (the subscribers whose pattern ends here, as
-    :data:`~ctrie.subsets.Subscribers`) and ``inode``: the child I-node, an :class:`SNode`
-    holding the only pattern that continues below, or None where no longer pattern
-    continues. Immutable."""
+    """A word's branch in a C-node: ``subs`` (a frozenset of subscribers whose pattern ends
+    here) and ``inode``: the child I-node, an :class:`SNode` holding the only pattern that
+    continues below, or None where no longer pattern continues. Immutable."""
 
     __slots__ = ("subs", "inode")
 

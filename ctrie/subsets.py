@@ -1,11 +1,6 @@
 """Subscriber sets whose updates do not copy the whole set.
 
-A branch's lone subscriber is a 1-tuple ``(x,)``: 48 bytes where CPython's smallest
-frozenset takes 216, and most patterns of a broker have one subscriber (an inbox, a device's
-topic), so the tuple is most of the trie's memory per subscription (measured on the memory
-goal's 92,464 distinct patterns, one subscriber each: 411 -> 243 bytes per subscription,
-``tools/layout_goals.py``). A lookup that returns one lone subscriber builds its frozenset
-(about 60 ns on 3.11): that is the price. Two to ``SUBS_FLAT`` subscribers are a ``frozenset``
+A branch's subscribers are a ``frozenset`` while there are at most ``SUBS_FLAT`` of them
 (copying a small frozenset is the cheapest update there is, and a lookup hands it out as is).
 A larger set is a :class:`SubSet`: a persistent hash trie over the subscribers' hashes, the
 Ctrie's layout without I-nodes (the whole set is immutable and is replaced, inside its
@@ -53,10 +48,9 @@ _LEAF = 32
 #: 5,000 subscribe + unsubscribe pairs, 13.0 us per pair against 10.7 at 3,000).
 _FOLD = _LEAF // 2
 
-#: A branch's subscribers: one as a 1-tuple, two to ``SUBS_FLAT`` as a frozenset, more as a
-#: SubSet (none: the empty frozenset). Members are ``Any``: a trie's subscriber type is
-#: checked where subscribers come in (``CSTrie[S].subscribe``), not in its nodes.
-Subscribers = Union[frozenset[Any], tuple[Any], "SubSet"]
+#: A branch's subscribers. Members are ``Any``: a trie's subscriber type is checked where
+#: subscribers come in (``CSTrie[S].subscribe``), not in its nodes.
+Subscribers = Union[frozenset[Any], "SubSet"]
 #: A node of a SubSet: a leaf tuple of members, or an inner list of ``_FANOUT`` children.
 _Node = Union[tuple[Any, ...], list[Any]]
 
@@ -208,31 +202,16 @@ def _remove(node: _Node, x: Hashable, h: int, shift: int) -> Optional[_Node]:
     return tuple(y for k in t if k is not None for y in k) if total else None
 
 
-def _member(a: Any, x: Hashable) -> bool:
-    """Whether ``x`` is the lone subscriber ``a``, tested as a set tests membership:
-    identity, else equal hashes and then ``==`` (a tuple's ``in`` would call ``==``
-    whatever the hashes, and an ``__eq__`` that raises on foreign types would then raise
-    where a set does not)."""
-    return a is x or (hash(a) == hash(x) and a == x)
-
-
 def with_sub(subs: Subscribers, x: Hashable) -> Subscribers:
     """``subs`` plus ``x``; ``subs`` itself (the same object) if ``x`` is in it already, so
     that a caller tells "already there" by identity, without a membership test of its own.
-    None becomes a 1-tuple, a 1-tuple a frozenset, a flat set past ``SUBS_FLAT`` a SubSet.
-    O(_LEAF + 32 log32 n): a SubSet's write copies one leaf and the inner lists on the way
-    down to it, top-down, in one pass."""
-    if isinstance(subs, tuple):  # (a test mypy narrows on; a tuple is never subclassed here)
-        if _member(subs[0], x):
-            return subs
-        return frozenset((subs[0], x))
-    # Tested as "not a SubSet" (here the same one test as "a frozenset"): SubSet is final,
-    # so the type checker narrows both branches.
+    A flat set past ``SUBS_FLAT`` becomes a SubSet. O(_LEAF + 32 log32 n): a SubSet's write
+    copies one leaf and the inner lists on the way down to it, top-down, in one pass."""
+    # Tested as "not a SubSet" (the same one test as "a frozenset"): SubSet is final, so
+    # the type checker narrows both branches.
     if type(subs) is not SubSet:
         if x in subs:
             return subs
-        if not subs:
-            return (x,)
         if len(subs) < SUBS_FLAT:
             return subs | {x}
         s = SubSet.of(subs)
@@ -278,17 +257,11 @@ def with_sub(subs: Subscribers, x: Hashable) -> Subscribers:
 
 def without_sub(subs: Subscribers, x: Hashable) -> Subscribers:
     """``subs`` without ``x``; ``subs`` itself (the same object) if ``x`` is not in it, so
-    that a caller tells "not there" by identity, as with :func:`with_sub`. A frozenset left
-    with one member becomes a 1-tuple; a SubSet shrinking to ``SUBS_FLAT // 2`` goes back
-    to a frozenset (the gap keeps a set at the boundary from converting back and forth on
-    every write)."""
-    if isinstance(subs, tuple):  # see with_sub
-        return frozenset() if _member(subs[0], x) else subs
+    that a caller tells "not there" by identity, as with :func:`with_sub`. A SubSet
+    shrinking to ``SUBS_FLAT // 2`` goes back to a frozenset (the gap keeps a set at the
+    boundary from converting back and forth on every write)."""
     if type(subs) is not SubSet:  # a frozenset (see with_sub)
-        if x not in subs:
-            return subs
-        rest = subs - {x}
-        return (next(iter(rest)),) if len(rest) == 1 else rest
+        return subs - {x} if x in subs else subs
     root = _remove(subs.root, x, hash(x), 0)
     if root is subs.root:
         return subs
@@ -301,8 +274,5 @@ def without_sub(subs: Subscribers, x: Hashable) -> Subscribers:
 
 
 def as_frozenset(subs: Subscribers) -> frozenset[Any]:
-    """``subs`` as a frozenset (materialised and cached for a SubSet; built for a lone
-    subscriber's tuple)."""
-    if type(subs) is SubSet:
-        return subs.frozen()
-    return frozenset(subs) if isinstance(subs, tuple) else subs
+    """``subs`` as a frozenset (materialised and cached for a SubSet)."""
+    return subs.frozen() if type(subs) is SubSet else subs

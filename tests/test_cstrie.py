@@ -64,7 +64,7 @@ def test_gcas_commit_returns_the_new_node_and_abort_the_old():
     t.subscribe("a.c", 1)  # two patterns below 'a': an I-node there, not an S-node
     inode = gcas_read(t._read_root(), t).branches["a"].inode
     old = gcas_read(inode, t)
-    new = old.updated("x", Branch((2,), None), "*", ">")
+    new = old.updated("x", Branch(frozenset({2}), None), "*", ">")
     assert GCAS(inode, old, new, t) is True
     assert gcas_read(inode, t) is new
 
@@ -72,7 +72,7 @@ def test_gcas_commit_returns_the_new_node_and_abort_the_old():
     # the root I-node itself the snapshot would commit the GCAS first: RDCSS reads the
     # root's main node through GCAS_READ.)
     old = new
-    newer = old.updated("y", Branch((3,), None), "*", ">")
+    newer = old.updated("y", Branch(frozenset({3}), None), "*", ">")
     fired = []
 
     def hook(site, phase):
@@ -120,7 +120,7 @@ def _a_write_to_make():
     t.subscribe("a.c", 1)
     inode = gcas_read(t._read_root(), t).branches["a"].inode
     old = gcas_read(inode, t)
-    return t, inode, old, old.updated("y", Branch((3,), None), "*", ">")
+    return t, inode, old, old.updated("y", Branch(frozenset({3}), None), "*", ">")
 
 
 def test_a_snapshot_between_the_inode_cas_and_the_commit_aborts_the_inline_commit():
@@ -266,7 +266,7 @@ def _broken(t: CSTrie, how: str) -> None:
     elif how == "leaf":
         root.main.set(m.updated("z", Branch(frozenset(), None), "*", ">"))
     elif how == "pending":
-        new = m.updated("z", Branch((1,), None), "*", ">")
+        new = m.updated("z", Branch(frozenset({1}), None), "*", ">")
         from cereggii import AtomicRef
 
         new.prev = AtomicRef(m)
