@@ -64,6 +64,44 @@ def _versions(rnd: random.Random, universe: list, steps: int, high: int):
         yield step, s, model
 
 
+class Touchy:
+    """A subscriber whose ``==`` raises against anything but another Touchy. A set never
+    asks it about a value of another hash, so a set of many members holds it."""
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not Touchy:
+            raise TypeError("compared with a foreign value")
+        return self is other
+
+    __hash__ = object.__hash__
+
+
+def test_a_crowded_set_finds_members_as_a_set_finds_them():
+    # Past SUBS_FLAT the members sit in tuple leaves, whose C scan calls == on every
+    # neighbour whatever its hash; a set compares only members of equal hash.
+    from ctrie import CSTrie
+
+    a = Touchy()
+    n = 3 * SUBS_FLAT
+    s = frozenset({a})
+    for i in range(n):
+        s = with_sub(s, i)
+    assert type(s) is SubSet and len(s) == n + 1
+    assert a in s and all(i in s for i in range(n)) and -7 not in s
+    assert with_sub(s, a) is s and all(with_sub(s, i) is s for i in range(n))
+    assert without_sub(s, -7) is s
+    assert all(i not in without_sub(s, i) for i in range(n))
+    rest = without_sub(s, a)
+    assert a not in rest and as_frozenset(rest) == set(range(n))
+    t = CSTrie()
+    t.subscribe("p", a)
+    for i in range(n):
+        t.subscribe("p", i)
+    assert t.lookup("p") == {a, *range(n)}
+    assert t.unsubscribe("p", a) and t.lookup("p") == set(range(n))
+    t.check()
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_a_subscriber_set_agrees_with_a_set_across_its_boundaries(seed):
     rnd = random.Random(seed)
