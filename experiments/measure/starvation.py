@@ -9,10 +9,13 @@ turns on its lock), in two workloads, each cell a timed round of ``starvation_se
   below ``a``; the reader looks up ``a.b.b...`` (D words after ``a``), which follows every
   path. The writer does nothing (``none``), or subscribes and unsubscribes ``a.unrelated``
   in a loop (``unrelated``: a sibling the lookup does not use), or is the control ``busy``:
-  a thread that loops on arithmetic of its own and never touches the matcher. Beside it the
-  reader keeps what any thread leaves it: about half on the GIL build, which hands the GIL to
-  each runnable thread in turn, so no matcher's reader can keep 0.5 of its rate there beside
-  a writer that never waits; nearly all of it on a free-threaded build with a core each.
+  a thread that loops on arithmetic of its own and touches nothing of the matcher but the
+  reference it is called with. Beside it the reader keeps what any thread leaves it: about
+  half on the GIL build, which hands the GIL to each runnable thread in turn (so beside a
+  writer that never waits, a reader's fraction there is bounded near 0.5 whatever the
+  matcher); nearly all of it on a free-threaded build with a core each. The control
+  allocates nothing, so a writer's allocations (and the collections they set off) are not
+  part of what it leaves out.
 - ``hot/<writer>``: 100 subscribers of ``stock.>`` and the patterns ``stock.nyse.ibm``,
   ``stock.nyse.*`` and ``stock.*.ibm``; the reader looks up ``stock.nyse.ibm``. The writer
   does nothing (``none``), churns subscribers of ``stock.>`` (``branch``: a branch the lookup
