@@ -98,10 +98,7 @@ class SubSet:
             if node is None:
                 return False
             shift += _BITS
-        try:
-            return x in node
-        except Exception:  # an __eq__ raised: see _find
-            return _find(node, x, h) >= 0  # type: ignore[arg-type]  # a leaf tuple
+        return _has(node, x, h)  # type: ignore[arg-type]  # a leaf tuple
 
     def __iter__(self) -> Iterator[Any]:
         return iter(self.frozen())
@@ -174,6 +171,16 @@ def _split(leaf: tuple[Any, ...], x: Hashable, shift: int) -> _Node:
     return groups
 
 
+def _has(leaf: tuple[Any, ...], x: object, h: int) -> bool:
+    """Whether ``x`` (of hash ``h``) is in ``leaf``: the C scan, or :func:`_find` where
+    one of its ``==`` calls raised. (``with_sub`` inlines it on its way down: that runs on
+    every add.)"""
+    try:
+        return x in leaf
+    except Exception:  # an __eq__ raised: see _find
+        return _find(leaf, x, h) >= 0
+
+
 def _find(leaf: tuple[Any, ...], x: object, h: int) -> int:
     """The index of ``x`` (of hash ``h``) in ``leaf``, or -1, found as a set finds a member:
     the same object, or one of equal hash that ``==`` says is equal. A leaf is scanned in C
@@ -242,11 +249,7 @@ def with_sub(subs: Subscribers, x: Hashable) -> Subscribers:
     h = hash(x)
     node = s.root
     if type(node) is tuple:  # a single leaf
-        try:
-            there = x in node
-        except Exception:  # an __eq__ raised: see _find
-            there = _find(node, x, h) >= 0
-        if there:
+        if _has(node, x, h):
             return subs
         new: _Node = node + (x,) if len(node) < _LEAF else _split(node, x, 0)
     else:
@@ -268,7 +271,7 @@ def with_sub(subs: Subscribers, x: Hashable) -> Subscribers:
             if c is None:
                 t[j] = (x,)
                 break
-            try:
+            try:  # _has(c, x, h), inlined
                 there = x in c
             except Exception:  # an __eq__ raised: see _find
                 there = _find(c, x, h) >= 0
