@@ -138,14 +138,15 @@ def main() -> None:
     ap.add_argument("--top", type=int, default=4, help="functions listed per matcher")
     ap.add_argument("--json", type=Path, help="also write the counts here")
     args = ap.parse_args()
+    builders = cases(args.width, args.crowd)
+    unknown = [c for c in args.cases.split(",") if c not in builders]
+    if unknown:  # before any case runs: a misspelt second case must not cost the first's run
+        ap.error(f"unknown case {unknown[0]!r}: choose from {', '.join(builders)}")
     root = str(Path(__file__).resolve().parent.parent)
     env = environment([root], width=args.width, crowd=args.crowd, seed=SEED)
     print(f"# {headline(env)}, commit {env['commits'][root]}", flush=True)
-    builders = cases(args.width, args.crowd)
     out: dict[str, dict[str, Any]] = {}
     for case in args.cases.split(","):
-        if case not in builders:
-            ap.error(f"unknown case {case!r}: choose from {', '.join(builders)}")
         for name, make in MATCHERS.items():
             op, times = builders[case](make)
             names, funcs = count(op, times)
