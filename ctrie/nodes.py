@@ -1,8 +1,9 @@
 """Node classes of the CS-trie, named as in Prokopec et al. (PPoPP 2012).
 
 The subscription-trie variant (the second article of ``seeds/002_*``) differs from the hash
-Ctrie in three ways: a C-node maps a *word* (not a hash fragment) to a :class:`Branch`;
-subscribers live on branches, so internal levels carry values too; and a T-node wraps nothing,
+Ctrie in three ways: a C-node maps a *word* (not a hash fragment) to a :class:`Branch` (or,
+where no pattern continues below the word, to its subscriber set alone); subscribers live
+on branches, so internal levels carry values too; and a T-node wraps nothing,
 because a C-node is entombed only once its last branch is gone.
 
 - :class:`Gen`        a generation; compared by identity only (``is``), never by value.
@@ -15,8 +16,10 @@ because a C-node is entombed only once its last branch is gone.
 - :class:`SNode`      a singleton node: the rest of one pattern and its subscribers, kept in
                       a branch in place of a chain of one-branch I-nodes (the paper's
                       S-node, which holds one key without an I-node above it).
-- :class:`Branch`     a word's subscribers and, where the trie goes deeper, its child: an
-                      I-node, or an S-node when a single pattern continues below.
+- :class:`Branch`     a word's subscribers and its child, where the trie goes deeper: an
+                      I-node, or an S-node when a single pattern continues below. A word
+                      where patterns end and none continues maps to its subscriber set
+                      itself, without a Branch (see :class:`CNode`).
 
 Main nodes carry ``prev`` for GCAS: ``None`` once the node is committed (or for a node that
 was never published through GCAS), otherwise an ``AtomicRef`` that holds the node it replaced
@@ -37,6 +40,7 @@ if TYPE_CHECKING:
     from .subsets import Subscribers
 
 __all__ = ["Gen", "INode", "MainNode", "CNode", "TNode", "FailedNode", "Branch", "SNode", "EMPTY",
+           "Value", "branch", "subs_of", "child_of", "fresh_subs",
            "LEAF_MAX", "FANOUT_BITS", "FANOUT", "KID_MASK", "MAX_SHIFT", "kid_index", "kid_slot",
            "Main", "Prev", "Kids", "Automaton"]
 
@@ -155,13 +159,19 @@ def automaton(words: Sequence[str], single: str, multi: str) -> Automaton:
 
 @final
 class Branch:
-    """A word's branch in a C-node: ``subs`` (a frozenset of subscribers whose pattern ends
-    here) and ``inode``: the child I-node, an :class:`SNode` holding the only pattern that
-    continues below, or None where no longer pattern continues. Immutable."""
+    """A word's branch in a C-node where the trie goes deeper: ``subs`` (the subscribers
+    whose pattern ends here, possibly none) and ``inode``, never None: the child I-node, or
+    an :class:`SNode` holding the only pattern that continues below. Immutable.
+
+    A word where patterns end and none continues has no Branch: the C-node maps it to its
+    subscriber set itself (non-empty; see :data:`Value`). Most patterns end in such a word,
+    so this saves a 48-byte object per pattern, and a lookup that ends there reads no
+    attribute. :func:`branch` builds the right one; :func:`subs_of` and :func:`child_of`
+    read either."""
 
     __slots__ = ("subs", "inode")
 
-    def __init__(self, subs: Subscribers, inode: Optional[INode | SNode]) -> None:
+    def __init__(self, subs: Subscribers, inode: INode | SNode) -> None:
         self.subs = subs
         self.inode = inode
 
@@ -169,10 +179,46 @@ class Branch:
         return f"Branch({set(self.subs) or '{}'}, {self.inode!r})"
 
 
+#: What a C-node maps a word to: a :class:`Branch`, or a non-empty subscriber set (a
+#: frozenset or a SubSet) where no pattern continues below the word. Told apart by
+#: ``type(v) is Branch``.
+Value = Union[Branch, "Subscribers"]
+
+
+def branch(subs: Subscribers, child: Optional[INode | SNode]) -> Value:
+    """The value of a word with subscribers ``subs`` and child ``child``: a Branch, or
+    ``subs`` itself where there is no child (``subs`` then non-empty; the caller removes a
+    word left with neither). Identity is how a lookup's validation tells a value unchanged,
+    so the caller passes a ``subs`` that this word has not held as its value before: a set
+    just built, or :func:`fresh_subs` of one taken out of the word's Branch. O(1)."""
+    return subs if child is None else Branch(subs, child)
+
+
+def subs_of(v: Value) -> Subscribers:
+    """The subscribers of a word's value (its Branch's, or the set itself)."""
+    return v.subs if type(v) is Branch else v
+
+
+def child_of(v: Value) -> Optional[INode | SNode]:
+    """The child of a word's value (None for a bare subscriber set)."""
+    return v.inode if type(v) is Branch else None
+
+
+def fresh_subs(subs: Subscribers) -> Subscribers:
+    """A new object equal to ``subs``, for a word whose Branch loses its child: the bare set
+    that then becomes its value must not be an object that was its value before (a set
+    that went into a Branch and comes out again would be: an ABA that a lookup's identity
+    test would miss). O(n) for a frozenset (at most ``SUBS_FLAT``), O(1) for a SubSet."""
+    if type(subs) is frozenset:
+        return subs | EMPTY  # a new frozenset (``frozenset(s)`` would return ``s`` itself)
+    return subs.renewed()  # type: ignore[union-attr]  # a SubSet
+
+
 @final
 class CNode(MainNode):
-    """A C-node: ``branches`` maps words to their :class:`Branch`. ``pwc`` and ``fwc`` cache
-    the branches of the dialect's one-level and many-level wildcard words (or None) so that
+    """A C-node: ``branches`` maps words to their values (:data:`Value`: a :class:`Branch`,
+    or the subscriber set of a word where no pattern continues). ``pwc`` and ``fwc`` cache
+    the values of the dialect's one-level and many-level wildcard words (or None) so that
     a lookup reads them without hashing.
 
     A word level is a small hash trie, as in the Ctrie itself. A *leaf* C-node (``kids`` is
@@ -193,8 +239,9 @@ class CNode(MainNode):
     literal word (no kid) added in between, so a word absent from both was absent all along:
     this is how a lookup validates, without ABA, that a word it found *absent* is still
     absent (:meth:`ctrie.CSTrie._validate`). A token never returns once replaced, and
-    neither does a :class:`Branch` or a kid I-node object (every write makes a new one),
-    which makes identity a sound test for "unchanged since it was read" of present words.
+    neither does a word's value (a :class:`Branch` or a bare subscriber set: every write
+    makes a new one, see :func:`branch`) or a kid I-node object, which makes identity a
+    sound test for "unchanged since it was read" of present words.
 
     ``npairs`` is the number of (pattern, subscriber) pairs stored in this C-node's own
     branches: their subscribers and their S-nodes', not those below child or kid I-nodes. A
@@ -209,7 +256,7 @@ class CNode(MainNode):
 
     __slots__ = ("branches", "pwc", "fwc", "lit", "wc", "npairs", "kids", "shift")
 
-    def __init__(self, branches: dict[str, Branch], single: str, multi: str,
+    def __init__(self, branches: dict[str, Value], single: str, multi: str,
                  lit: object = None, wc: object = None, npairs: Optional[int] = None,
                  kids: Optional[Kids] = None, shift: int = 0) -> None:
         self.prev = None
@@ -223,12 +270,12 @@ class CNode(MainNode):
         self.kids = kids
         self.shift = shift
 
-    def updated(self, word: str, branch: Branch, single: str, multi: str,
+    def updated(self, word: str, branch: Value, single: str, multi: str,
                 npairs: Optional[int] = None) -> CNode:
         """A copy with ``word`` mapped to ``branch`` (a new insertion token if ``word`` is
         new here). ``npairs``: the copy's pair count, where the caller knows it (a write
         that adds one pair: ``self.npairs + 1``); else it is counted from the old and the
-        new branch (``len()`` of a large subscriber set is a Python-level call)."""
+        new value (``len()`` of a large subscriber set is a Python-level call)."""
         branches = self.branches.copy()
         lit, wc = self.lit, self.wc
         # (The writes that add or remove one pair pass ``npairs``: this count is off the
@@ -250,8 +297,12 @@ class CNode(MainNode):
         """A copy without ``word`` (same insertion tokens)."""
         branches = self.branches.copy()
         b = branches.pop(word)
-        c = b.inode  # _pairs(b) inlined: this runs on every write
-        n = self.npairs - (len(b.subs) + len(c.subs) if type(c) is SNode else len(b.subs))
+        # _pairs(b) inlined: this runs on every write
+        if type(b) is Branch:
+            c = b.inode
+            n = self.npairs - (len(b.subs) + len(c.subs) if type(c) is SNode else len(b.subs))
+        else:
+            n = self.npairs - len(b)
         if word == single or word == multi:
             return CNode(branches, single, multi, self.lit, self.wc, n, self.kids, self.shift)
         # A literal word: the wildcard caches and both tokens carry over.
@@ -268,8 +319,8 @@ class CNode(MainNode):
         fresh leaf C-nodes under ``FANOUT`` kid I-nodes of generation ``gen``. It stores the
         same words, so publishing it is a neutral GCAS; the new ``lit`` token makes every
         lookup that read this leaf re-check. O(LEAF_MAX)."""
-        groups: list[Optional[dict[str, Branch]]] = [None] * FANOUT
-        top: dict[str, Branch] = {}
+        groups: list[Optional[dict[str, Value]]] = [None] * FANOUT
+        top: dict[str, Value] = {}
         shift = self.shift
         for w, b in self.branches.items():
             if w == single or w == multi:
@@ -299,7 +350,7 @@ class CNode(MainNode):
         return f"CNode({self.branches!r})"
 
 
-def _cnode_like(m: CNode, branches: dict[str, Branch], lit: object, kids: Optional[Kids],
+def _cnode_like(m: CNode, branches: dict[str, Value], lit: object, kids: Optional[Kids],
                 npairs: int) -> CNode:
     """A C-node with ``m``'s wildcard caches, ``wc`` token and shift: the copy every write
     of a literal word makes (no hashing of the wildcards again). ``lit`` None: a new token."""
@@ -323,8 +374,10 @@ def kid_index(m: CNode, word: str) -> int:
     return (hash(word) >> m.shift) & KID_MASK
 
 
-def _pairs(b: Branch) -> int:
-    """The pairs a branch stores at its own level: its subscribers and its S-node's."""
+def _pairs(b: Value) -> int:
+    """The pairs a word's value stores at its own level: its subscribers and its S-node's."""
+    if type(b) is not Branch:
+        return len(b)
     c = b.inode
     return len(b.subs) + len(c.subs) if type(c) is SNode else len(b.subs)
 

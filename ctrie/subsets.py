@@ -129,6 +129,14 @@ class SubSet:
             self._base = None  # let the predecessor's set go
         return f
 
+    def renewed(self) -> SubSet:
+        """A new SubSet object with the same members (and the same cached frozenset): the
+        nodes are shared, being immutable. O(1). (For a word that takes a set back out of
+        its Branch: see :func:`ctrie.nodes.fresh_subs`.)"""
+        r = _new(SubSet)
+        r.root, r.size, r._frozen, r._base = self.root, self.size, self._frozen, self._base
+        return r
+
     def __eq__(self, other: object) -> bool:
         if isinstance(other, SubSet):
             other = other.frozen()

@@ -64,7 +64,7 @@ def test_gcas_commit_returns_the_new_node_and_abort_the_old():
     t.subscribe("a.c", 1)  # two patterns below 'a': an I-node there, not an S-node
     inode = gcas_read(t._read_root(), t).branches["a"].inode
     old = gcas_read(inode, t)
-    new = old.updated("x", Branch(frozenset({2}), None), "*", ">")
+    new = old.updated("x", frozenset({2}), "*", ">")
     assert GCAS(inode, old, new, t) is True
     assert gcas_read(inode, t) is new
 
@@ -72,7 +72,7 @@ def test_gcas_commit_returns_the_new_node_and_abort_the_old():
     # the root I-node itself the snapshot would commit the GCAS first: RDCSS reads the
     # root's main node through GCAS_READ.)
     old = new
-    newer = old.updated("y", Branch(frozenset({3}), None), "*", ">")
+    newer = old.updated("y", frozenset({3}), "*", ">")
     fired = []
 
     def hook(site, phase):
@@ -120,7 +120,7 @@ def _a_write_to_make():
     t.subscribe("a.c", 1)
     inode = gcas_read(t._read_root(), t).branches["a"].inode
     old = gcas_read(inode, t)
-    return t, inode, old, old.updated("y", Branch(frozenset({3}), None), "*", ">")
+    return t, inode, old, old.updated("y", frozenset({3}), "*", ">")
 
 
 def test_a_snapshot_between_the_inode_cas_and_the_commit_aborts_the_inline_commit():
@@ -264,9 +264,16 @@ def _broken(t: CSTrie, how: str) -> None:
     elif how == "empty":
         child.main.set(CNode({}, "*", ">"))
     elif how == "leaf":
-        root.main.set(m.updated("z", Branch(frozenset(), None), "*", ">"))
+        root.main.set(m.updated("z", frozenset(), "*", ">"))
+    elif how == "branch-without-child":
+        # A word where no pattern goes on must map to its set alone (nodes.Value).
+        root.main.set(m.updated("z", Branch(frozenset({1}), None), "*", ">"))  # type: ignore[arg-type]
+    elif how == "fwc-goes-on":
+        # NATS '>' ends its pattern: the lookup adds its value as a set.
+        sn = SNode(["q"], frozenset({1}), "*", ">")
+        root.main.set(m.updated(">", Branch(frozenset({1}), sn), "*", ">"))
     elif how == "pending":
-        new = m.updated("z", Branch(frozenset({1}), None), "*", ">")
+        new = m.updated("z", frozenset({1}), "*", ">")
         from cereggii import AtomicRef
 
         new.prev = AtomicRef(m)
@@ -287,16 +294,19 @@ def _broken(t: CSTrie, how: str) -> None:
         sn.subs = frozenset()
 
 
-@pytest.mark.parametrize("how", ["tomb", "empty", "leaf", "pending", "generation", "cache",
-                                 "snode"])
-def test_check_detects_broken_invariants(how):
+@pytest.mark.parametrize("how,message", [
+    ("tomb", "reachable tomb"), ("empty", "empty C-node"), ("leaf", "without subscribers"),
+    ("branch-without-child", "a Branch without a child"), ("fwc-goes-on", "'>' goes on"),
+    ("pending", "pending GCAS"), ("generation", "generation"), ("cache", "stale"),
+    ("snode", "stale pair count|S-node without subscribers")])
+def test_check_detects_broken_invariants(how, message):
     t = CSTrie()
     t.subscribe("a.b.c.d", 1)
     t.subscribe("a.b.x", 1)  # 'a' and 'a.b' are I-nodes; 'c.d' stays an S-node
     t.subscribe("a.y", 1)
     t.check()
     _broken(t, how)
-    with pytest.raises(AssertionError):
+    with pytest.raises(AssertionError, match=message):
         t.check()
 
 

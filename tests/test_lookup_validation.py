@@ -425,7 +425,7 @@ def test_a_wide_level_without_a_kid_for_the_word_is_read_once(topic, monkeypatch
     t.check()
 
 
-def _unsound_same_use(m, m2, k, words, n, same_child):
+def _unsound_same_use(m, m2, k, words, n, same_child, ends=False):
     """The unsound refinement the audit warned of: re-check only the branches that were
     found (the same, or with ``same_child`` a new one with the same child), never what was
     found absent. (The NATS walk's _revalidate and the AMQP walk's _validate both judge a
@@ -653,7 +653,7 @@ def test_a_forking_lookup_keeps_completing_beside_a_writer(churn):
 
 # --- the repair after a failed validation (only subscriber sets changed) ---------------------------------------------
 
-def _any_child(m, m2, k, words, n, same_child):
+def _any_child(m, m2, k, words, n, same_child, ends=False):
     """A broken re-collect: accepts a replaced branch whatever its child now is."""
     if not same_child:
         return _same_use(m, m2, k, words, n, same_child)
@@ -691,3 +691,42 @@ def test_a_repair_walks_again_when_a_child_changed(variant, monkeypatch):
     else:
         assert result == frozenset({"h0", "h1"}), result
         assert verdict is False, "the checker accepted a repair that skipped a new child"
+
+
+@pytest.mark.parametrize("dialect", ["nats", "mqtt"])
+def test_a_child_that_came_and_went_during_a_lookup_is_not_taken_for_none(dialect, monkeypatch):
+    """Found in stop 36 (older than it). At I(a) a lookup of 'a.w.z' finds that 'w' has no
+    child (the pattern 'a.w' ends there) and goes on under '*'. While the walk reads I(*),
+    W1 gives 'w' a child (subscribes 'a.w.z' -> x2) and W2 subscribes 'a.*.z' -> z2, which
+    the walk then finds. Before the check re-reads I(a), W4 unsubscribes z2 and W3 x2, so
+    'w' has no child again. The answer {2, z2} without x2 held at no instant. A repair that
+    takes two values of 'w' that both lack a child for "only the subscribers changed"
+    returns it: the walk used that absence, and a child was there in between. So does a
+    check that finds the very set of 'a.w' back as the value of 'w' (the set went into a
+    Branch with the child and came out again: an ABA). Either way the lookup must walk
+    again."""
+    t = CSTrie(dialect)
+    sep, one = ("/", "+") if dialect == "mqtt" else (".", "*")
+    f = lambda p: p.replace(".", sep).replace("*", one)  # noqa: E731
+    initial = {(f(p), s) for p, s in (("a.w", "s1"), ("a.*.z", 2), ("a.*.y", 2))}
+    for p, s in sorted(initial, key=str):
+        t.subscribe(p, s)
+    history: list[Op] = []
+    w = lambda *ops: _writes(t, list(ops), history)  # noqa: E731
+    ia = _inode_at(t, "a")
+    istar = gcas_read(ia, t).pwc.inode
+    assert type(istar) is INode
+    # I(*): the walk's read. I(a): the walk's read, then the quick check's.
+    istar.main = _TrippingRef(istar.main, {1: w(("sub", f("a.w.z"), "x2"), ("sub", f("a.*.z"), "z2"))})
+    ia.main = _TrippingRef(ia.main, {2: w(("unsub", f("a.*.z"), "z2"), ("unsub", f("a.w.z"), "x2"))})
+    monkeypatch.setattr(cstrie_module, "_get", lambda r: r.get())
+    topic = f("a.w.z")
+    call = time.monotonic_ns()
+    result = t.lookup(topic)
+    history.append(Op(0, "lookup", topic, result, call, time.monotonic_ns()))
+    assert (istar.main.calls, ia.main.calls) >= (1, 2), "the schedule did not run"
+    ia.main, istar.main = ia.main.ref, istar.main.ref
+    spec = make_spec(lambda p, tp: matches(p, tp, dialect))
+    assert check(history, spec, initial=frozenset(initial)) is True, (result, history)
+    assert result == frozenset({2}), result
+    t.check()

@@ -18,7 +18,7 @@ import pytest
 
 from ctrie import CSTrie, faults
 from ctrie.gcas import gcas_read
-from ctrie.nodes import CNode, INode, SNode
+from ctrie.nodes import CNode, INode, SNode, child_of
 from threads import run_threads, switch_interval
 
 pytestmark = pytest.mark.concurrency
@@ -42,7 +42,7 @@ def shape(trie: CSTrie) -> tuple[int, int, int, int]:
         stack.extend(k for k in (getattr(m, "kids", None) or ()) if k is not None)  # hash levels
         for b in m.branches.values():
             branches += 1
-            c = b.inode
+            c = child_of(b)
             if type(c) is SNode:
                 snodes += 1
             elif type(c) is INode:
