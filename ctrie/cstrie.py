@@ -89,7 +89,7 @@ from .errors import ReadOnlyError
 from .gcas import GCAS, gcas_complete, gcas_read
 from .nodes import (EMPTY, FANOUT, FANOUT_BITS, LEAF_MAX, MAX_SHIFT, Automaton, Branch, CNode,
                     FailedNode, KID_MASK, Gen, INode, Main, SNode, TNode, Value, automaton, branch,
-                    child_of, fresh_subs, kid_index, kid_slot, subs_of)
+                    child_of, kid_index, kid_slot, replaced, subs_of)
 from .protocol import S
 from .rdcss import Root, rdcss_read_root, rdcss_root
 from .cache import CACHE_MAX_ENTRIES, CACHE_SWEEP_TO, ResultCache
@@ -332,7 +332,7 @@ class CSTrie(Generic[S]):
             k += 1
         single, multi = self._single, self._multi
         # (``sn.subs`` as a bare value: new to these fresh I-nodes.)
-        b: Value = sn.subs if k == len(t) else Branch(EMPTY, SNode(t[k:], sn.subs, single, multi))
+        b: Value = sn.subs if k == len(t) else SNode(t[k:], sn.subs, single, multi)
         for j in range(k - 1, -1, -1):
             inode = INode(CNode({t[j]: b}, single, multi), gen)
             b = Branch(EMPTY, inode)
@@ -352,14 +352,14 @@ class CSTrie(Generic[S]):
             k += 1
         new = frozenset((subscriber,))
         # The branch at level k - 1 of each pattern: where it ends, or an S-node of the rest.
-        old_b: Value = sn.subs if k == len(t) else Branch(EMPTY, SNode(t[k:], sn.subs, single, multi))
+        old_b: Value = sn.subs if k == len(t) else SNode(t[k:], sn.subs, single, multi)
         branches: dict[str, Value]
         if t[k - 1] != rest[k - 1]:
-            new_b: Value = new if k == len(rest) else Branch(EMPTY, SNode(rest[k:], new, single, multi))
+            new_b: Value = new if k == len(rest) else SNode(rest[k:], new, single, multi)
             branches = {t[k - 1]: old_b, rest[k - 1]: new_b}
         elif k == len(rest):  # the new pattern is a prefix of the old: it ends here
-            # (The old one goes on below: k < len(t), so ``old_b`` is a Branch.)
-            branches = {t[k - 1]: Branch(new, old_b.inode)}  # type: ignore[union-attr]
+            # (The old one goes on below: k < len(t), so ``old_b`` is its S-node.)
+            branches = {t[k - 1]: Branch(new, old_b)}  # type: ignore[arg-type]
         else:  # the old pattern is a prefix of the new one: the new one goes on below
             branches = {t[k - 1]: Branch(sn.subs, SNode(rest[k:], new, single, multi))}
         inode = INode(CNode(branches, single, multi), gen)
@@ -401,8 +401,7 @@ class CSTrie(Generic[S]):
                         # No word of this hash slice yet: a new kid leaf holding just w.
                         # Its pairs live in the new I-node, so the count comes with it.
                         nb: Value = (frozenset((subscriber,)) if i == last else
-                                     Branch(EMPTY, SNode(words[i + 1:], frozenset((subscriber,)),
-                                                         single, multi)))
+                                     SNode(words[i + 1:], frozenset((subscriber,)), single, multi))
                         leaf = CNode({w: nb}, single, multi, shift=m.shift + FANOUT_BITS)
                         return (None if GCAS(inode, m, m.with_kid(j, INode(leaf, startgen)), self,
                                              delta=1) else _RESTART)
@@ -418,16 +417,19 @@ class CSTrie(Generic[S]):
                     if GCAS(inode, m, m.split(single, multi, startgen), self, neutral=True):
                         continue
                     return _RESTART
-            # The word's value: a Branch (subscribers and a child), or its subscriber set
-            # alone where no pattern continues (nodes.Value).
+            # The word's value (nodes.Value): a Branch (subscribers and a child), or its
+            # subscriber set alone, or its S-node alone.
             if b is None:
                 bsubs: Subscribers = EMPTY
-                child = None
-            elif type(b) is Branch:
-                bsubs = b.subs
-                child = b.inode
+                child: Optional[INode | SNode] = None
+            elif (tb := type(b)) is Branch:
+                bsubs = b.subs  # type: ignore[union-attr]
+                child = b.inode  # type: ignore[union-attr]
+            elif tb is SNode:
+                bsubs = EMPTY
+                child = b  # type: ignore[assignment]
             else:
-                bsubs = b
+                bsubs = b  # type: ignore[assignment]
                 child = None
             if i == last:
                 if b is None:
@@ -436,13 +438,13 @@ class CSTrie(Generic[S]):
                     subs = with_sub(bsubs, subscriber)
                     if subs is bsubs:
                         return None  # already there: linearizes at the read of m
-                    nb = branch(subs, child)  # (a new set: never this word's value before)
+                    nb = branch(subs, child)  # (a new set; a child, if any, goes in a Branch)
                 # Linearization point: the commit of this GCAS (one pair more).
                 return (None if GCAS(inode, m, m.updated(w, nb, single, multi, m.npairs + 1), self)
                         else _RESTART)
             if child is None:
                 # The rest of the pattern is new: it goes in as one S-node, in one GCAS.
-                nb = Branch(bsubs, SNode(words[i + 1:], frozenset((subscriber,)), single, multi))
+                nb = branch(bsubs, SNode(words[i + 1:], frozenset((subscriber,)), single, multi))
                 return (None if GCAS(inode, m, m.updated(w, nb, single, multi, m.npairs + 1), self)
                         else _RESTART)
             if type(child) is SNode:
@@ -451,7 +453,7 @@ class CSTrie(Generic[S]):
                     subs = with_sub(child.subs, subscriber)
                     if subs is child.subs:
                         return None  # already there: linearizes at the read of m
-                    nb = Branch(bsubs, child.with_subs(subs))
+                    nb = branch(bsubs, child.with_subs(subs))  # (a new S-node)
                     return (None if GCAS(inode, m, m.updated(w, nb, single, multi, m.npairs + 1), self)
                             else _RESTART)
                 if self._leaf_max >= 2:
@@ -569,11 +571,14 @@ class CSTrie(Generic[S]):
                 frames.append((inode, parent, pword))
                 inode, parent, pword = kid, inode, w  # one hash level down, same word
                 continue
-            if type(b) is Branch:
-                bsubs: Subscribers = b.subs
-                child = b.inode
-            else:  # a bare subscriber set (nodes.Value)
-                bsubs = b
+            if (tb := type(b)) is Branch:
+                bsubs: Subscribers = b.subs  # type: ignore[union-attr]
+                child: Optional[INode | SNode] = b.inode  # type: ignore[union-attr]
+            elif tb is SNode:  # an S-node alone (nodes.Value)
+                bsubs = EMPTY
+                child = b  # type: ignore[assignment]
+            else:  # a subscriber set alone
+                bsubs = b  # type: ignore[assignment]
                 child = None
             if i == last:
                 subs = without_sub(bsubs, subscriber)
@@ -594,11 +599,7 @@ class CSTrie(Generic[S]):
                 rest = without_sub(child.subs, subscriber)
                 if rest is child.subs:
                     return False  # not there: linearizes at the read of m
-                # The S-node's last pair gone, the word's own set (if any) becomes its bare
-                # value: as a new object, since it may have been that value before.
                 subs, child = bsubs, (child.with_subs(rest) if rest else None)
-                if child is None and subs:
-                    subs = fresh_subs(subs)
             elif child.gen is not startgen:
                 if GCAS(inode, m, self._renewed(m, startgen), self):
                     continue
@@ -612,7 +613,9 @@ class CSTrie(Generic[S]):
             # branch keeps.
             if subs or child is not None:
                 # One pair fewer here, and a tombed child's pairs (its S-node's) moved up.
-                nm: Main = m.updated(w, branch(subs, child), single, multi, m.npairs - 1 + moved)
+                # (``replaced``: a set or S-node that comes out of the Branch is copied.)
+                nm: Main = m.updated(w, replaced(b, subs, child), single, multi,
+                                     m.npairs - 1 + moved)
             elif len(m.branches) > 1 or parent is None or m.kids is not None:
                 nm = m.removed(w, single, multi)  # the root's C-node may be empty
             else:
@@ -761,12 +764,9 @@ class CSTrie(Generic[S]):
         if type(tm) is not TNode:
             return True  # (only a broken GCAS, as the tests' mutants, un-entombs a node)
         sn = tm.sn
-        if sn is not None:
-            npm = pm.updated(word, Branch(b.subs, sn), single, multi)
-        elif b.subs:
-            # The word keeps only its own set: its bare value, as a new object (it may
-            # have been this word's value before the child came).
-            npm = pm.updated(word, fresh_subs(b.subs), single, multi)
+        if b.subs or sn is not None:
+            # (``replaced``: the word's own set, if it becomes the value alone, is copied.)
+            npm = pm.updated(word, replaced(b, b.subs, sn), single, multi)
         elif len(pm.branches) > 1 or parent_is_root or pm.kids is not None:
             npm = pm.removed(word, single, multi)
         else:
@@ -787,12 +787,12 @@ class CSTrie(Generic[S]):
         if m.kids is not None or m.shift or len(m.branches) != 1:
             return m
         for w, b in m.branches.items():
-            if type(b) is not Branch:  # a bare subscriber set: the pattern ends here
+            if type(b) is SNode:  # an S-node alone: the one pattern goes on below
+                if len(b.words) < _CONTRACT_MAX:
+                    # ([w] + words: sized exactly, where a display with * over-allocates.)
+                    return TNode(SNode([w] + b.words, b.subs, self._single, self._multi), m)
+            elif type(b) is not Branch:  # a set alone: the one pattern ends here
                 return TNode(SNode([w], b, self._single, self._multi), m)
-            c = b.inode
-            if type(c) is SNode and not b.subs and len(c.words) < _CONTRACT_MAX:
-                # ([w] + words: sized exactly, where a display with * over-allocates.)
-                return TNode(SNode([w] + c.words, c.subs, self._single, self._multi), m)
         return m
 
     # --- lookup -----------------------------------------------------------------------------
@@ -956,50 +956,55 @@ class CSTrie(Generic[S]):
                                         m = seen[-2]
                                         del seen[-3:]
                         i += 1
+                        # A value (nodes.Value) is an S-node alone, a Branch, or a set alone.
                         if b is not None:
-                            if tp(b) is not Br:
-                                # A bare subscriber set: patterns end here, none goes on.
-                                if i == n:
-                                    add(b)
-                            elif i < n or mqtt:
-                                if i == n and b.subs:
-                                    add(b.subs)
-                                c = b.inode
-                                if tp(c) is SN:
-                                    # _snode_ok(c, words, i, multi_min) inlined: in a sparse trie
-                                    # most lookups end in an S-node on this branch.
+                            t = tp(b)
+                            if t is SN:
+                                if i < n or mqtt:
+                                    # _snode_ok(b, words, i, multi_min) inlined: in a sparse
+                                    # trie most lookups end in an S-node at this word.
                                     # Lengths first, then one slice: O(len(key)).
-                                    key = c.key
+                                    key = b.key
                                     lk = len(key)
-                                    if (n - i >= lk + self._multi_min) if c.open else (n - i == lk):
-                                        r: list[Any] = words[i:i + lk]  # None at c.wild
-                                        for j in c.wild:
+                                    if (n - i >= lk + self._multi_min) if b.open else (n - i == lk):
+                                        r: list[Any] = words[i:i + lk]  # None at b.wild
+                                        for j in b.wild:
                                             r[j] = None
                                         if r == key:
+                                            add(b.subs)
+                            elif t is Br:
+                                if i == n and b.subs:
+                                    add(b.subs)
+                                if i < n or mqtt:
+                                    c = b.inode
+                                    if tp(c) is SN:
+                                        if _snode_ok(c, words, i, self._multi_min):
                                             add(c.subs)
-                                else:
-                                    nxt = c
-                            elif b.subs:  # i == n: the topic ends here
-                                add(b.subs)
+                                    else:
+                                        nxt = c
+                            elif i == n:  # a set alone: patterns end here, none goes on
+                                add(b)
                         if p is not None:
-                            if tp(p) is not Br:
-                                if i == n:
-                                    add(p)
-                            elif i < n or mqtt:
+                            t = tp(p)
+                            if t is SN:
+                                if (i < n or mqtt) and _snode_ok(p, words, i, self._multi_min):
+                                    add(p.subs)
+                            elif t is Br:
                                 if i == n and p.subs:
                                     add(p.subs)
-                                c = p.inode
-                                if tp(c) is SN:
-                                    if _snode_ok(c, words, i, self._multi_min):
-                                        add(c.subs)
-                                elif nxt is None:
-                                    nxt = c
-                                elif forks is None:
-                                    forks = [(c, inode, i)]
-                                else:
-                                    forks.append((c, inode, i))
-                            elif p.subs:
-                                add(p.subs)
+                                if i < n or mqtt:
+                                    c = p.inode
+                                    if tp(c) is SN:
+                                        if _snode_ok(c, words, i, self._multi_min):
+                                            add(c.subs)
+                                    elif nxt is None:
+                                        nxt = c
+                                    elif forks is None:
+                                        forks = [(c, inode, i)]
+                                    else:
+                                        forks.append((c, inode, i))
+                            elif i == n:
+                                add(p)
                     if nxt is None and not forks:
                         break  # the last read: it needs no record
                     # The record step. A recorded walk records the read for the validation
@@ -1123,7 +1128,7 @@ class CSTrie(Generic[S]):
 
         - present in ``m``: the same value object in ``m2`` (a value never returns once
           replaced, so it was there all along: every write makes a new one, and a set taken
-          back out of a Branch is copied, see :func:`~ctrie.nodes.fresh_subs`);
+          back out of a Branch is copied, see :func:`~ctrie.nodes.replaced`);
         - absent in ``m``: absent in ``m2`` with the same insertion token of its kind
           (``lit`` for a literal word, ``wc`` for a wildcard), so no insertion of that
           kind happened in between and it was absent all along. Checking absence alone
@@ -1385,6 +1390,8 @@ class CSTrie(Generic[S]):
         n = len(words)
         add = hits.append
         absorbed: dict[INode, int] = {}
+        # Read once per walk, as in lookup: the walk tests the type of every value it meets.
+        tp, Br, SN, E = type, Branch, SNode, EMPTY
         # S-nodes with an inner '#': S-node -> [start indices, smallest index of a '#'
         # branch above it (then it may start at any index from there)].
         later: dict[SNode, list[Any]] = {}
@@ -1412,26 +1419,28 @@ class CSTrie(Generic[S]):
                 start = absorbed[inode] if inode in absorbed else None  # not dict.get: ctrie/_ftdict.py
                 if start is None or i < start:
                     absorbed[inode] = i
-                    if type(h) is not Branch:
-                        # A bare set (nodes.Value): patterns end in this '#', none goes on.
-                        if start is None:
-                            add(h)  # the '#' consumes every remaining word
+                    # The '#' value's subscribers and child (nodes.Value).
+                    th = tp(h)
+                    if th is Br:
+                        hs, c = h.subs, h.inode
+                    elif th is SN:
+                        hs, c = E, h
                     else:
-                        if start is None:
-                            if h.subs:
-                                add(h.subs)  # the '#' consumes every remaining word
-                            start = n + 1
-                        c = h.inode
-                        if type(c) is SNode:
-                            x = later[c] if c in later else None
-                            if x is None:
-                                x = later[c] = [set(), None]
-                            if x[1] is None or i < x[1]:
-                                x[1] = i
-                        else:
-                            # '#' consumes words[i:j]: the child continues at every such j.
-                            for j in range(i, start):
-                                push((c, inode, j))
+                        hs, c = h, None
+                    if start is None:
+                        if hs:
+                            add(hs)  # the '#' consumes every remaining word
+                        start = n + 1
+                    if type(c) is SNode:
+                        x = later[c] if c in later else None
+                        if x is None:
+                            x = later[c] = [set(), None]
+                        if x[1] is None or i < x[1]:
+                            x[1] = i
+                    elif c is not None:
+                        # '#' consumes words[i:j]: the child continues at every such j.
+                        for j in range(i, start):
+                            push((c, inode, j))
             if i == n:
                 continue
             w = words[i]
@@ -1442,17 +1451,25 @@ class CSTrie(Generic[S]):
             p = m.pwc
             i += 1
             while True:  # b, then p: the literal's branch, then the '*' branch
-                if b is None:
-                    pass
-                elif type(b) is not Branch:  # a bare set: patterns end here, none goes on
-                    if i == n:
-                        add(b)
-                else:
-                    if i == n and b.subs:
-                        add(b.subs)
-                    c = b.inode
-                    if type(c) is not SNode:
-                        push((c, inode, i))
+                if b is not None:
+                    # The value (nodes.Value): its subscribers, then the S-node it is or
+                    # holds (c), or the I-node it holds, to visit.
+                    tb = tp(b)
+                    c = None
+                    if tb is SN:
+                        c = b
+                    elif tb is not Br:  # a set alone
+                        if i == n:
+                            add(b)
+                    else:
+                        if i == n and b.subs:
+                            add(b.subs)
+                        if tp(b.inode) is SN:
+                            c = b.inode
+                        else:
+                            push((b.inode, inode, i))
+                    if c is None:
+                        pass
                     elif c.nfa is None:
                         # _snode_ok(c, words, i, 0) inlined: the lengths, then one slice.
                         # The call cost 4 % of a lookup on the random AMQP workload of
@@ -1517,12 +1534,8 @@ class CSTrie(Generic[S]):
         out: list[Edge[frozenset[Any], INode]] = (
             [] if m.kids is None else [((), None, k) for k in m.kids if k is not None])
         for w, b in m.branches.items():
-            if type(b) is not Branch:  # a bare subscriber set: no child
-                out.append((w, as_frozenset(b), None))
-                continue
-            c = b.inode
-            out.append((w, as_frozenset(b.subs) if b.subs else None,
-                        c if type(c) is INode else None))
+            s, c = subs_of(b), child_of(b)
+            out.append((w, as_frozenset(s) if s else None, c if type(c) is INode else None))
             if type(c) is SNode:
                 out.append(((w, *c.words), as_frozenset(c.subs), None))
         return out
@@ -1641,21 +1654,26 @@ class CSTrie(Generic[S]):
             assert m.pwc is m.branches.get(self._single), f"stale '{self._single}' cache at {path!r}"
             assert m.fwc is m.branches.get(self._multi), f"stale '{self._multi}' cache at {path!r}"
             # (The NATS and MQTT lookup adds the many-level wildcard's value as a set.)
-            assert self._amqp or type(m.fwc) is not Branch, f"'{self._multi}' goes on at {path!r}"
+            assert self._amqp or type(m.fwc) not in (Branch, SNode), f"'{self._multi}' goes on at {path!r}"
             assert m.npairs == CNode(m.branches, "", "").npairs, f"stale pair count at {path!r}"
             pairs += m.npairs
             for w, b in m.branches.items():
-                if type(b) is not Branch:
-                    # A bare subscriber set (nodes.Value): where no pattern goes on.
+                # A value (nodes.Value): a Branch only where the word has both subscribers
+                # and an S-node, or an I-node; else the one it has, alone.
+                if type(b) is SNode:
+                    c: Any = b
+                elif type(b) is not Branch:
                     _check_subs(b, path + w)
                     assert b, f"leaf branch without subscribers at {path + w!r}"
                     continue
-                _check_subs(b.subs, path + w)
-                c = b.inode
-                if c is None:
-                    raise AssertionError(f"a Branch without a child at {path + w!r}: "
-                                         "its set alone should be the value")
-                elif type(c) is SNode:
+                else:
+                    _check_subs(b.subs, path + w)
+                    c = b.inode
+                    assert c is not None, (f"a Branch without a child at {path + w!r}: "
+                                           "its set alone should be the value")
+                    assert b.subs or type(c) is not SNode, (
+                        f"a Branch of an S-node alone at {path + w!r}: the S-node should be the value")
+                if type(c) is SNode:
                     where = path + w + self.dialect.separator
                     assert type(c.words) is list and c.words, f"S-node without words at {where!r}"
                     assert all(type(x) is str for x in c.words), f"bad S-node words at {where!r}"

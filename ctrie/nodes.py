@@ -2,7 +2,7 @@
 
 The subscription-trie variant (the second article of ``seeds/002_*``) differs from the hash
 Ctrie in three ways: a C-node maps a *word* (not a hash fragment) to a :class:`Branch` (or,
-where no pattern continues below the word, to its subscriber set alone); subscribers live
+where the word has only that, to its subscriber set or its S-node alone); subscribers live
 on branches, so internal levels carry values too; and a T-node wraps nothing,
 because a C-node is entombed only once its last branch is gone.
 
@@ -18,8 +18,8 @@ because a C-node is entombed only once its last branch is gone.
                       S-node, which holds one key without an I-node above it).
 - :class:`Branch`     a word's subscribers and its child, where the trie goes deeper: an
                       I-node, or an S-node when a single pattern continues below. A word
-                      where patterns end and none continues maps to its subscriber set
-                      itself, without a Branch (see :class:`CNode`).
+                      with only subscribers, or only an S-node, maps to that alone,
+                      without a Branch (see :data:`Value`).
 
 Main nodes carry ``prev`` for GCAS: ``None`` once the node is committed (or for a node that
 was never published through GCAS), otherwise an ``AtomicRef`` that holds the node it replaced
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from .subsets import Subscribers
 
 __all__ = ["Gen", "INode", "MainNode", "CNode", "TNode", "FailedNode", "Branch", "SNode", "EMPTY",
-           "Value", "branch", "subs_of", "child_of", "fresh_subs",
+           "Value", "branch", "replaced", "subs_of", "child_of",
            "LEAF_MAX", "FANOUT_BITS", "FANOUT", "KID_MASK", "MAX_SHIFT", "kid_index", "kid_slot",
            "Main", "Prev", "Kids", "Automaton"]
 
@@ -159,15 +159,15 @@ def automaton(words: Sequence[str], single: str, multi: str) -> Automaton:
 
 @final
 class Branch:
-    """A word's branch in a C-node where the trie goes deeper: ``subs`` (the subscribers
-    whose pattern ends here, possibly none) and ``inode``, never None: the child I-node, or
-    an :class:`SNode` holding the only pattern that continues below. Immutable.
+    """A word's branch in a C-node where patterns both end and go on, or where the trie
+    goes deeper through an I-node: ``subs`` (the subscribers whose pattern ends here;
+    empty only beside an I-node) and ``inode``, never None: the child I-node, or an
+    :class:`SNode` holding the only pattern that continues below. Immutable.
 
-    A word where patterns end and none continues has no Branch: the C-node maps it to its
-    subscriber set itself (non-empty; see :data:`Value`). Most patterns end in such a word,
-    so this saves a 48-byte object per pattern, and a lookup that ends there reads no
-    attribute. :func:`branch` builds the right one; :func:`subs_of` and :func:`child_of`
-    read either."""
+    A word with only subscribers, or only an S-node, has no Branch: the C-node maps it to
+    that set or that S-node (see :data:`Value`). Most patterns end in such a word, so this
+    saves a 48-byte object per pattern, and a lookup reads one attribute less there.
+    :func:`branch` builds the right value; :func:`subs_of` and :func:`child_of` read any."""
 
     __slots__ = ("subs", "inode")
 
@@ -179,39 +179,54 @@ class Branch:
         return f"Branch({set(self.subs) or '{}'}, {self.inode!r})"
 
 
-#: What a C-node maps a word to: a :class:`Branch`, or a non-empty subscriber set (a
-#: frozenset or a SubSet) where no pattern continues below the word. Told apart by
-#: ``type(v) is Branch``.
-Value = Union[Branch, "Subscribers"]
+#: What a C-node maps a word to, told apart by ``type(v)``: a :class:`Branch`; a non-empty
+#: subscriber set (a frozenset or a SubSet) where no pattern continues below the word; or
+#: an :class:`SNode` where one pattern continues below and none ends at the word.
+Value = Union[Branch, "Subscribers", SNode]
 
 
 def branch(subs: Subscribers, child: Optional[INode | SNode]) -> Value:
-    """The value of a word with subscribers ``subs`` and child ``child``: a Branch, or
-    ``subs`` itself where there is no child (``subs`` then non-empty; the caller removes a
-    word left with neither). Identity is how a lookup's validation tells a value unchanged,
-    so the caller passes a ``subs`` that this word has not held as its value before: a set
-    just built, or :func:`fresh_subs` of one taken out of the word's Branch. O(1)."""
-    return subs if child is None else Branch(subs, child)
+    """The value of a word with subscribers ``subs`` and child ``child``: ``subs`` alone
+    where there is no child (``subs`` then non-empty: the caller removes a word left with
+    neither), an S-node child alone where there are no subscribers, else a Branch. O(1).
+
+    Identity is how a lookup's validation tells a value unchanged, so a bare value must be
+    an object this word has not held as its value before: one just built, or, where it
+    comes out of the word's Branch, a copy (:func:`replaced` sees to that)."""
+    if child is None:
+        return subs
+    if not subs and type(child) is SNode:
+        return child
+    return Branch(subs, child)
+
+
+def replaced(old: Value, subs: Subscribers, child: Optional[INode | SNode]) -> Value:
+    """:func:`branch` for a word whose value was ``old``: where the new value would be a
+    bare set or S-node taken out of ``old``, a Branch, it is a copy. Such an object may
+    have been this word's value before it went into the Branch (``S``, then
+    ``Branch(S, c)``, then ``S`` again: an ABA that a lookup's identity test would miss).
+    Every other bare value a write makes is new. O(1), or O(n) to copy a frozenset of n
+    (at most ``SUBS_FLAT``) subscribers."""
+    v = branch(subs, child)
+    if type(old) is Branch and (v is old.subs or v is old.inode):
+        if type(v) is SNode:
+            return v.with_subs(v.subs)
+        if type(v) is frozenset:
+            return v | EMPTY  # a new frozenset (``frozenset(v)`` would return ``v`` itself)
+        return v.renewed()  # type: ignore[union-attr]  # a SubSet
+    return v
 
 
 def subs_of(v: Value) -> Subscribers:
-    """The subscribers of a word's value (its Branch's, or the set itself)."""
-    return v.subs if type(v) is Branch else v
+    """The subscribers of a word's value (a Branch's, the set itself, none for an S-node)."""
+    t = type(v)
+    return v.subs if t is Branch else EMPTY if t is SNode else v  # type: ignore[union-attr, return-value]
 
 
 def child_of(v: Value) -> Optional[INode | SNode]:
-    """The child of a word's value (None for a bare subscriber set)."""
-    return v.inode if type(v) is Branch else None
-
-
-def fresh_subs(subs: Subscribers) -> Subscribers:
-    """A new object equal to ``subs``, for a word whose Branch loses its child: the bare set
-    that then becomes its value must not be an object that was its value before (a set
-    that went into a Branch and comes out again would be: an ABA that a lookup's identity
-    test would miss). O(n) for a frozenset (at most ``SUBS_FLAT``), O(1) for a SubSet."""
-    if type(subs) is frozenset:
-        return subs | EMPTY  # a new frozenset (``frozenset(s)`` would return ``s`` itself)
-    return subs.renewed()  # type: ignore[union-attr]  # a SubSet
+    """The child of a word's value (a Branch's, the S-node itself, None for a set)."""
+    t = type(v)
+    return v.inode if t is Branch else v if t is SNode else None  # type: ignore[union-attr, return-value]
 
 
 @final
@@ -298,11 +313,13 @@ class CNode(MainNode):
         branches = self.branches.copy()
         b = branches.pop(word)
         # _pairs(b) inlined: this runs on every write
-        if type(b) is Branch:
-            c = b.inode
-            n = self.npairs - (len(b.subs) + len(c.subs) if type(c) is SNode else len(b.subs))
+        t = type(b)
+        if t is Branch:
+            c = b.inode  # type: ignore[union-attr]
+            k = len(b.subs) + len(c.subs) if type(c) is SNode else len(b.subs)  # type: ignore[union-attr]
         else:
-            n = self.npairs - len(b)
+            k = len(b.subs) if t is SNode else len(b)  # type: ignore[union-attr, arg-type]
+        n = self.npairs - k
         if word == single or word == multi:
             return CNode(branches, single, multi, self.lit, self.wc, n, self.kids, self.shift)
         # A literal word: the wildcard caches and both tokens carry over.
@@ -376,10 +393,11 @@ def kid_index(m: CNode, word: str) -> int:
 
 def _pairs(b: Value) -> int:
     """The pairs a word's value stores at its own level: its subscribers and its S-node's."""
-    if type(b) is not Branch:
-        return len(b)
-    c = b.inode
-    return len(b.subs) + len(c.subs) if type(c) is SNode else len(b.subs)
+    t = type(b)
+    if t is Branch:
+        c = b.inode  # type: ignore[union-attr]
+        return len(b.subs) + len(c.subs) if type(c) is SNode else len(b.subs)  # type: ignore[union-attr]
+    return len(b.subs) if t is SNode else len(b)  # type: ignore[union-attr, arg-type]
 
 
 @final

@@ -132,7 +132,7 @@ class SubSet:
     def renewed(self) -> SubSet:
         """A new SubSet object with the same members (and the same cached frozenset): the
         nodes are shared, being immutable. O(1). (For a word that takes a set back out of
-        its Branch: see :func:`ctrie.nodes.fresh_subs`.)"""
+        its Branch: see :func:`ctrie.nodes.replaced`.)"""
         r = _new(SubSet)
         r.root, r.size, r._frozen, r._base = self.root, self.size, self._frozen, self._base
         return r

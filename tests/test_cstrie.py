@@ -268,6 +268,10 @@ def _broken(t: CSTrie, how: str) -> None:
     elif how == "branch-without-child":
         # A word where no pattern goes on must map to its set alone (nodes.Value).
         root.main.set(m.updated("z", Branch(frozenset({1}), None), "*", ">"))  # type: ignore[arg-type]
+    elif how == "snode-in-branch":
+        # A word with only an S-node must map to the S-node alone (nodes.Value).
+        sn = SNode(["q"], frozenset({1}), "*", ">")
+        root.main.set(m.updated("z", Branch(frozenset(), sn), "*", ">"))
     elif how == "fwc-goes-on":
         # NATS '>' ends its pattern: the lookup adds its value as a set.
         sn = SNode(["q"], frozenset({1}), "*", ">")
@@ -290,13 +294,14 @@ def _broken(t: CSTrie, how: str) -> None:
         # An S-node left without subscribers.
         old = gcas_read(child, t)
         bb = old.branches["b"]
-        sn = gcas_read(bb.inode, t).branches["c"].inode
+        sn = gcas_read(bb.inode, t).branches["c"]  # an S-node alone (nodes.Value)
         sn.subs = frozenset()
 
 
 @pytest.mark.parametrize("how,message", [
     ("tomb", "reachable tomb"), ("empty", "empty C-node"), ("leaf", "without subscribers"),
     ("branch-without-child", "a Branch without a child"), ("fwc-goes-on", "'>' goes on"),
+    ("snode-in-branch", "a Branch of an S-node alone"),
     ("pending", "pending GCAS"), ("generation", "generation"), ("cache", "stale"),
     ("snode", "stale pair count|S-node without subscribers")])
 def test_check_detects_broken_invariants(how, message):
@@ -330,12 +335,12 @@ def test_a_lone_pattern_is_one_s_node_and_expands_where_patterns_part():
     t = CSTrie()
     t.subscribe("a.b.c.d.e", 1)
     (b,) = gcas_read(t._read_root(), t).branches.values()
-    assert type(b.inode) is SNode and b.inode.words == ["b", "c", "d", "e"]
+    assert type(b) is SNode and b.words == ["b", "c", "d", "e"]  # the S-node alone: no Branch
     t.subscribe("a.b.x.y", 2)
     a = gcas_read(t._read_root(), t).branches["a"].inode
     ab = gcas_read(gcas_read(a, t).branches["b"].inode, t)
     assert set(ab.branches) == {"c", "x"}
-    assert ab.branches["c"].inode.words == ["d", "e"] and ab.branches["x"].inode.words == ["y"]
+    assert ab.branches["c"].words == ["d", "e"] and ab.branches["x"].words == ["y"]
     assert t.lookup("a.b.c.d.e") == {1} and t.lookup("a.b.x.y") == {2}
     t.check()
     assert t.unsubscribe("a.b.c.d.e", 1) and t.unsubscribe("a.b.x.y", 2)

@@ -280,31 +280,39 @@ def test_unsubscribing_a_deep_pattern_copies_a_linear_number_of_words(depth, mon
     assert t.lookup(".".join(words)) == {"keep"}
 
 
-@pytest.mark.parametrize("big", [False, True], ids=["frozenset", "SubSet"])
-def test_a_word_where_patterns_end_maps_to_its_set_alone(big):
-    """Most patterns end at a word below which no pattern goes on; there a C-node maps the
-    word to its subscriber set itself, not to a Branch (48 bytes a pattern, a tenth of the
-    memory per subscription). When a longer pattern comes and goes, the word's value is a
-    Branch meanwhile and a set again after, as in a trie built fresh; and that set is a new
-    object, since a lookup's validation tells a word's values apart by identity."""
-    from ctrie.nodes import Branch
+@pytest.mark.parametrize("kind", ["frozenset", "SubSet", "SNode"])
+def test_a_word_with_only_subscribers_or_only_an_s_node_maps_to_that_alone(kind):
+    """Most patterns end at a word below which no pattern goes on, or go on below a word
+    where none ends; there a C-node maps the word to its subscriber set, or its S-node,
+    itself, not to a Branch (48 bytes a pattern, a tenth of the memory per subscription).
+    When a pattern comes and goes beside it (a longer one below the set, one ending at the
+    word beside the S-node), the word's value is a Branch meanwhile and the same kind again
+    after, as in a trie built fresh; and then a new object, since a lookup's validation
+    tells a word's values apart by identity."""
+    from ctrie.nodes import Branch, SNode
     from ctrie.subsets import SUBS_FLAT, SubSet
 
     t = CSTrie()
-    n = SUBS_FLAT + 1 if big else 1
+    n = SUBS_FLAT + 1 if kind == "SubSet" else 1
+    tail = ".reply" if kind == "SNode" else ""
     for i in range(50):
         for s in range(n):
-            t.subscribe(f"a.b{i}", s)
+            t.subscribe(f"a.b{i}{tail}", s)
     level = _level(t, "a")
     values = gcas_read(level, t).branches
-    assert all(type(v) is (SubSet if big else frozenset) for v in values.values()), values
+    want = {"frozenset": frozenset, "SubSet": SubSet, "SNode": SNode}[kind]
+    assert all(type(v) is want for v in values.values()), values
     before = values["b0"]
-    t.subscribe("a.b0.c", "c")
+    other = "a.b0" if kind == "SNode" else "a.b0.c"
+    t.subscribe(other, "c")
     during = gcas_read(level, t).branches["b0"]
-    assert type(during) is Branch and during.subs is before
-    assert t.unsubscribe("a.b0.c", "c")
+    assert type(during) is Branch and before in (during.subs, during.inode)
+    assert t.unsubscribe(other, "c")
     after = gcas_read(level, t).branches["b0"]
-    assert type(after) is type(before) and after is not before
-    assert set(after) == set(before) == set(range(n))
-    assert t.lookup("a.b0") == frozenset(range(n)) and t.lookup("a.b0.c") == frozenset()
+    assert type(after) is want and after is not before
+    if kind == "SNode":
+        assert after.words == before.words and after.subs is before.subs
+    else:
+        assert set(after) == set(before) == set(range(n))
+    assert t.lookup(f"a.b0{tail}") == frozenset(range(n)) and t.lookup(other) == frozenset()
     t.check()
