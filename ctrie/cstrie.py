@@ -443,9 +443,13 @@ class CSTrie(Generic[S]):
                 return (None if GCAS(inode, m, m.updated(w, nb, single, multi, m.npairs + 1), self)
                         else _RESTART)
             if child is None:
-                # The rest of the pattern is new: it goes in as one S-node, in one GCAS.
+                # The rest of the pattern is new: it goes in as one S-node, in one GCAS. A
+                # word that had subscribers alone gains a child: a new insertion token
+                # (CNode.updated), which is how a repair knows that a word it finds without
+                # a child before and after had none in between (_same_use).
                 nb = branch(bsubs, SNode(words[i + 1:], frozenset((subscriber,)), single, multi))
-                return (None if GCAS(inode, m, m.updated(w, nb, single, multi, m.npairs + 1), self)
+                return (None if GCAS(inode, m, m.updated(w, nb, single, multi, m.npairs + 1,
+                                                         child_added=True), self)
                         else _RESTART)
             if type(child) is SNode:
                 rest = words[i + 1:]
@@ -1715,11 +1719,13 @@ def _same_use(m: CNode, m2: Main, k: int, words: list[str], n: int,
     same value object (a Branch or a bare subscriber set), or absent in both with the same
     insertion token of its kind. With ``same_child``, a present branch may also be a new
     value with the same child (only its subscribers changed: two Branches of one child, or
-    two bare sets, which have none) -- but "none" in both only where the walk did not go
-    below the word (``ends``), or for the many-level wildcard, which never has a child in
-    the dialects that repair (NATS, MQTT). An absent child is not an object whose identity
-    proves it stayed absent: a walk that went on found nothing below the word, and a child
-    may have come and gone in between (found in stop 36). O(1)."""
+    two bare sets, which have none). "None" in both is not an object whose identity proves
+    that no child came and went in between, which matters where the walk went on below the
+    word (not ``ends``: found in stop 36). There the word's insertion token of its kind
+    must be the same too: a word that gains a child where it had none takes a new one
+    (CNode.updated's ``child_added``), as an absent word does when it is added, and a
+    token never returns. (The many-level wildcard's value never has a child in the
+    dialects that repair, NATS and MQTT.) O(1)."""
     if type(m2) is not CNode:
         return False
     pairs: list[tuple[Optional[Value | INode], Optional[Value | INode]]] = [
@@ -1748,8 +1754,10 @@ def _same_use(m: CNode, m2: Main, k: int, words: list[str], n: int,
         if b is None or b2 is None or not same_child or type(b) is INode or type(b2) is INode:
             return False
         c = child_of(b)
-        # (j == 0: the many-level wildcard's pair.)
-        if c is not child_of(b2) or (c is None and j and not ends):
+        if c is not child_of(b2):
+            return False
+        # (j == 0: the many-level wildcard's pair; j == 1 the one-level's, of token ``wc``.)
+        if c is None and j and not ends and ((m2.wc is not m.wc) if j == 1 else (m2.lit is not m.lit)):
             return False
     return True
 

@@ -249,8 +249,9 @@ class CNode(MainNode):
 
     ``lit`` and ``wc`` are insertion tokens: plain objects, compared by identity, that a
     copy keeps unless it adds a word that was absent (a literal word, or a kid where there
-    was none: a new ``lit``; a wildcard word: a new ``wc``). Replacing or removing a branch
-    keeps both. Successive C-nodes of one I-node with the same ``lit`` therefore had no
+    was none: a new ``lit``; a wildcard word: a new ``wc``) or gives a word that had
+    subscribers alone a child (a new token of the word's kind). Replacing or removing a
+    branch otherwise keeps both. Successive C-nodes of one I-node with the same ``lit`` therefore had no
     literal word (no kid) added in between, so a word absent from both was absent all along:
     this is how a lookup validates, without ABA, that a word it found *absent* is still
     absent (:meth:`ctrie.CSTrie._validate`). A token never returns once replaced, and
@@ -286,18 +287,20 @@ class CNode(MainNode):
         self.shift = shift
 
     def updated(self, word: str, branch: Value, single: str, multi: str,
-                npairs: Optional[int] = None) -> CNode:
-        """A copy with ``word`` mapped to ``branch`` (a new insertion token if ``word`` is
-        new here). ``npairs``: the copy's pair count, where the caller knows it (a write
-        that adds one pair: ``self.npairs + 1``); else it is counted from the old and the
-        new value (``len()`` of a large subscriber set is a Python-level call)."""
+                npairs: Optional[int] = None, child_added: bool = False) -> CNode:
+        """A copy with ``word`` mapped to ``branch``, with a new insertion token of the
+        word's kind if ``word`` is new here, or if ``child_added`` (the caller gives a word
+        that had subscribers alone a child). ``npairs``: the copy's pair count, where the
+        caller knows it (a write that adds one pair: ``self.npairs + 1``); else it is
+        counted from the old and the new value (``len()`` of a large subscriber set is a
+        Python-level call)."""
         branches = self.branches.copy()
         lit, wc = self.lit, self.wc
         # (The writes that add or remove one pair pass ``npairs``: this count is off the
         # common path, for the writes that move pairs between levels.)
         n = (self.npairs + _pairs(branch) - (_pairs(branches[word]) if word in branches else 0)
              if npairs is None else npairs)
-        if word not in branches:
+        if child_added or word not in branches:
             if word == single or word == multi:
                 wc = None  # a fresh token
             else:
