@@ -1126,7 +1126,7 @@ class CSTrie(Generic[S]):
         ``seen`` holds triples (the I-node's AtomicRef, the main node ``m`` read, the index
         ``k`` of the word read there). At that I-node the walk used the many-level wildcard's
         branch, the one-level wildcard's branch and, if ``k < n``, the branch of
-        ``words[k]``: each either present (a value: a :class:`Branch` or a bare subscriber set)
+        ``words[k]``: each either present (a value: a :class:`Branch`, a set or an S-node)
         or absent. For an I-node that
         now holds another main node ``m2``, each used part must be the same:
 
@@ -1233,8 +1233,8 @@ class CSTrie(Generic[S]):
                 # the walk's own conditions). S-nodes are children, hence the same.
                 # Any such replacement needs another pass, even between two empty sets:
                 # the set need not have stayed empty in between (empty, {x}, empty).
-                # (_same_use passed, so two different values here are both Branches, or
-                # both bare sets.)
+                # (_same_use passed, so two different values here have the same child: two
+                # Branches of it, an S-node alone and a Branch of it, or two bare sets.)
                 wild = k or not dollar  # the walk's condition for '>' and '*' at k
                 taken = [(m.fwc, m2.fwc)] if wild else []
                 if k + 1 == n:
@@ -1716,10 +1716,10 @@ def _same_use(m: CNode, m2: Main, k: int, words: list[str], n: int,
     """Whether ``m2`` (a later main node of the I-node that held ``m``) has the parts a walk
     used at word index ``k`` unchanged (see :meth:`CSTrie._validate`): the many- and
     one-level wildcard branches and, if ``k < n``, the branch of ``words[k]``; each the
-    same value object (a Branch or a bare subscriber set), or absent in both with the same
-    insertion token of its kind. With ``same_child``, a present branch may also be a new
-    value with the same child (only its subscribers changed: two Branches of one child, or
-    two bare sets, which have none). "None" in both is not an object whose identity proves
+    same value object (nodes.Value), or absent in both with the same insertion token of its
+    kind. With ``same_child``, a present branch may also be a new value with the same child
+    (only its subscribers changed: two Branches of one child, an S-node alone and a Branch
+    of that S-node, or two bare sets, which have none). "None" in both is not an object whose identity proves
     that no child came and went in between, which matters where the walk went on below the
     word (not ``ends``: found in stop 36). There the word's insertion token of its kind
     must be the same too: a word that gains a child where it had none takes a new one

@@ -232,7 +232,7 @@ def child_of(v: Value) -> Optional[INode | SNode]:
 @final
 class CNode(MainNode):
     """A C-node: ``branches`` maps words to their values (:data:`Value`: a :class:`Branch`,
-    or the subscriber set of a word where no pattern continues). ``pwc`` and ``fwc`` cache
+    or a word's subscriber set or S-node alone). ``pwc`` and ``fwc`` cache
     the values of the dialect's one-level and many-level wildcard words (or None) so that
     a lookup reads them without hashing.
 

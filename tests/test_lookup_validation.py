@@ -20,7 +20,7 @@ import pytest
 from ctrie import CSTrie, matches
 import ctrie.cstrie as cstrie_module
 from ctrie.gcas import gcas_read
-from ctrie.nodes import Branch, CNode, INode, kid_index, kid_slot
+from ctrie.nodes import Branch, CNode, INode, SNode, kid_index, kid_slot
 from linearizability import Op, check, make_spec
 from schedule import StepScheduler
 from threads import switch_interval
@@ -791,4 +791,46 @@ def test_a_part_that_came_and_went_during_a_lookup_is_seen(dialect, what, monkey
     spec = make_spec(lambda p, tp: matches(p, tp, dialect))
     assert check(history, spec, initial=frozenset(initial)) is True, (result, history)
     assert result == (frozenset() if what == "subscribers" else frozenset({2})), result
+    t.check()
+
+
+@pytest.mark.parametrize("dialect", ["nats", "mqtt"])
+@pytest.mark.parametrize("word", ["w", "*"], ids=["literal", "one-level wildcard"])
+def test_an_s_node_that_went_into_a_branch_and_came_back_is_a_new_value(dialect, word, monkeypatch):
+    """Found by the review of 2291e06 (helper-33), which covered this ABA in MQTT only. At
+    I(a) the word (a literal, or the one-level wildcard) holds the S-node of 'a.<word>.x'
+    alone; a lookup of 'a.w' reads it (no subscribers of its own) and goes on at the root's
+    '*' to I(*). While it reads I(*), 'a.<word>' -> x2 arrives (the word's value becomes a
+    Branch of x2 and that S-node) and '*.w' -> z2, which the walk finds; before the check
+    re-reads I(a) both leave. {2, z2} without x2 held at no instant: the S-node alone
+    again must be a new object, so that the check walks again."""
+    t = CSTrie(dialect)
+    sep, one = ("/", "+") if dialect == "mqtt" else (".", "*")
+    f = lambda p: p.replace(".", sep).replace("*", one)  # noqa: E731
+    initial = {(f(p.replace("W", word)), s)
+               for p, s in (("a.W.x", "s1"), ("a.v", "s1"), ("*.w", 2), ("*.y", 2))}
+    for p, s in sorted(initial, key=str):
+        t.subscribe(p, s)
+    key = f(word)
+    history: list[Op] = []
+    w = lambda *ops: _writes(t, list(ops), history)  # noqa: E731
+    root = gcas_read(t._read_root(), t)
+    ia, istar = root.branches["a"].inode, root.pwc.inode
+    before = gcas_read(ia, t).branches[key]
+    assert type(before) is SNode and type(istar) is INode
+    mine = f("a." + word)
+    istar.main = _TrippingRef(istar.main, {1: w(("sub", mine, "x2"), ("sub", f("*.w"), "z2"))})
+    ia.main = _TrippingRef(ia.main, {2: w(("unsub", f("*.w"), "z2"), ("unsub", mine, "x2"))})
+    monkeypatch.setattr(cstrie_module, "_get", lambda r: r.get())
+    topic = f("a.w")
+    call = time.monotonic_ns()
+    result = t.lookup(topic)
+    history.append(Op(0, "lookup", topic, result, call, time.monotonic_ns()))
+    assert (istar.main.calls, ia.main.calls) >= (1, 2), "the schedule did not run"
+    ia.main, istar.main = ia.main.ref, istar.main.ref
+    after = gcas_read(ia, t).branches[key]
+    assert type(after) is SNode and after is not before
+    spec = make_spec(lambda p, tp: matches(p, tp, dialect))
+    assert check(history, spec, initial=frozenset(initial)) is True, (result, history)
+    assert result == frozenset({2}), result
     t.check()
