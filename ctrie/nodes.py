@@ -251,13 +251,14 @@ class CNode(MainNode):
     copy keeps unless it adds a word that was absent (a literal word, or a kid where there
     was none: a new ``lit``; a wildcard word: a new ``wc``) or gives a word that had
     subscribers alone a child (a new token of the word's kind). Replacing or removing a
-    branch otherwise keeps both. Successive C-nodes of one I-node with the same ``lit`` therefore had no
-    literal word (no kid) added in between, so a word absent from both was absent all along:
-    this is how a lookup validates, without ABA, that a word it found *absent* is still
-    absent (:meth:`ctrie.CSTrie._validate`). A token never returns once replaced, and
-    neither does a word's value (a :class:`Branch` or a bare subscriber set: every write
-    makes a new one, see :func:`branch`) or a kid I-node object, which makes identity a
-    sound test for "unchanged since it was read" of present words.
+    branch otherwise keeps both. Successive C-nodes of one I-node with the same ``lit``
+    therefore had no literal word (no kid) added in between, so a word absent from both was
+    absent all along: this is how a lookup validates, without ABA, that a word it found
+    *absent* is still absent (:meth:`ctrie.CSTrie._validate`). A token never returns once
+    replaced, and neither does a word's value (a :class:`Branch`, a set or an S-node: every
+    write makes a new one, and one that comes back out of a Branch is copied, see
+    :func:`replaced`) or a kid I-node object, which makes identity a sound test for
+    "unchanged since it was read" of present words.
 
     ``npairs`` is the number of (pattern, subscriber) pairs stored in this C-node's own
     branches: their subscribers and their S-nodes', not those below child or kid I-nodes. A
