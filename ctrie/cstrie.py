@@ -1435,7 +1435,7 @@ class CSTrie(Generic[S]):
                         if hs:
                             add(hs)  # the '#' consumes every remaining word
                         start = n + 1
-                    if type(c) is SNode:
+                    if tp(c) is SN:
                         x = later[c] if c in later else None
                         if x is None:
                             x = later[c] = [set(), None]
@@ -1468,10 +1468,10 @@ class CSTrie(Generic[S]):
                     else:
                         if i == n and b.subs:
                             add(b.subs)
-                        if tp(b.inode) is SN:
-                            c = b.inode
-                        else:
-                            push((b.inode, inode, i))
+                        c = b.inode
+                        if tp(c) is not SN:
+                            push((c, inode, i))
+                            c = None
                     if c is None:
                         pass
                     elif c.nfa is None:
@@ -1517,8 +1517,9 @@ class CSTrie(Generic[S]):
             b = br[EMPTY_KEY_WORD] if EMPTY_KEY_WORD in br else None  # not dict.get: ctrie/_ftdict.py
             if b is None and m.kids is not None:
                 b = self._kid_branch(m, EMPTY_KEY_WORD, 0, seen)
-            if b is not None and subs_of(b):
-                add(subs_of(b))
+            s = EMPTY if b is None else subs_of(b)
+            if s:
+                add(s)
 
     # --- whole-trie reads -------------------------------------------------------------------
 
@@ -1608,10 +1609,12 @@ class CSTrie(Generic[S]):
         holding a C-node; no main node has a pending GCAS; every C-node's wildcard caches
         and pair counts agree with its branches; below the root, no tomb and no empty C-node
         is reachable; on a writable trie, the size counter agrees with the pairs stored; a
-        word without a child maps to its subscriber set alone, non-empty (a Branch always
-        has a child); in NATS and MQTT the many-level wildcard never has one; generations are consistent (an I-node of the
-        root's generation never hangs below one of an older generation, because renewal
-        works top-down); no I-node is reachable twice.
+        word without a child maps to its subscriber set alone, non-empty, and one with an
+        S-node and no subscribers to the S-node alone (a Branch always has a child, and
+        subscribers beside an S-node); in NATS and MQTT the many-level wildcard never has a
+        child; generations are consistent (an I-node of the root's generation never hangs
+        below one of an older generation, because renewal works top-down); no I-node is
+        reachable twice.
         """
         root = self._root.get()
         assert type(root) is INode, f"root holds {root!r}, not an I-node (RDCSS pending?)"
@@ -1658,7 +1661,8 @@ class CSTrie(Generic[S]):
             assert m.pwc is m.branches.get(self._single), f"stale '{self._single}' cache at {path!r}"
             assert m.fwc is m.branches.get(self._multi), f"stale '{self._multi}' cache at {path!r}"
             # (The NATS and MQTT lookup adds the many-level wildcard's value as a set.)
-            assert self._amqp or type(m.fwc) not in (Branch, SNode), f"'{self._multi}' goes on at {path!r}"
+            assert self._amqp or type(m.fwc) not in (Branch, SNode), \
+                f"'{self._multi}' goes on at {path!r}"
             assert m.npairs == CNode(m.branches, "", "").npairs, f"stale pair count at {path!r}"
             pairs += m.npairs
             for w, b in m.branches.items():
@@ -1676,7 +1680,8 @@ class CSTrie(Generic[S]):
                     assert c is not None, (f"a Branch without a child at {path + w!r}: "
                                            "its set alone should be the value")
                     assert b.subs or type(c) is not SNode, (
-                        f"a Branch of an S-node alone at {path + w!r}: the S-node should be the value")
+                        f"a Branch of an S-node alone at {path + w!r}: "
+                        "the S-node should be the value")
                 if type(c) is SNode:
                     where = path + w + self.dialect.separator
                     assert type(c.words) is list and c.words, f"S-node without words at {where!r}"
@@ -1719,9 +1724,10 @@ def _same_use(m: CNode, m2: Main, k: int, words: list[str], n: int,
     same value object (nodes.Value), or absent in both with the same insertion token of its
     kind. With ``same_child``, a present branch may also be a new value with the same child
     (only its subscribers changed: two Branches of one child, an S-node alone and a Branch
-    of that S-node, or two bare sets, which have none). "None" in both is not an object whose identity proves
-    that no child came and went in between, which matters where the walk went on below the
-    word (not ``ends``: found in stop 36). There the word's insertion token of its kind
+    of that S-node, or two bare sets, which have none). "None" in both is not an object
+    whose identity proves that no child came and went in between, which matters where the
+    walk went on below the word (not ``ends``: found in stop 36). There the word's
+    insertion token of its kind
     must be the same too: a word that gains a child where it had none takes a new one
     (CNode.updated's ``child_added``), as an absent word does when it is added, and a
     token never returns. (The many-level wildcard's value never has a child in the
@@ -1757,7 +1763,7 @@ def _same_use(m: CNode, m2: Main, k: int, words: list[str], n: int,
         if c is not child_of(b2):
             return False
         # (j == 0: the many-level wildcard's pair; j == 1 the one-level's, of token ``wc``.)
-        if c is None and j and not ends and ((m2.wc is not m.wc) if j == 1 else (m2.lit is not m.lit)):
+        if c is None and j and not ends and (m2.wc is not m.wc if j == 1 else m2.lit is not m.lit):
             return False
     return True
 

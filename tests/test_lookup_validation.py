@@ -96,6 +96,14 @@ def _writes(t: CSTrie, ops: list[tuple[str, str, object]], history: list[Op]) ->
     return run
 
 
+def _recorded_lookup(t: CSTrie, topic: str, history: list[Op]) -> frozenset:
+    """``t.lookup(topic)``, recorded in ``history`` (as thread 0) for the checker."""
+    call = time.monotonic_ns()
+    result = t.lookup(topic)
+    history.append(Op(0, "lookup", topic, result, call, time.monotonic_ns()))
+    return result
+
+
 def _subscribes(t: CSTrie, pairs: list[tuple[str, object]], history: list[Op]) -> Callable[[], None]:
     """An adversary's action: subscribe ``pairs`` in order (see :func:`_writes`)."""
     return _writes(t, [("sub", p, s) for p, s in pairs], history)
@@ -166,9 +174,7 @@ def test_a_lookup_whose_used_branch_keeps_changing_ends_in_bounded_walks(primed)
             history.append(Op(1, "unsubscribe", ("a.>", f"h{j - 1}"), ok, call, clock()))
 
     adversary = _instrument(t, "a.b", hot_write, budget=1000)
-    call = clock()
-    result = t.lookup("a.b.c")
-    history.append(Op(0, "lookup", "a.b.c", result, call, clock()))
+    result = _recorded_lookup(t, "a.b.c", history)
     assert state["n"] >= 1, "no write ran inside the lookup"
     assert adversary.tests <= WALK_BOUND - (not primed), (
         f"{adversary.tests} walks for one lookup (bound {WALK_BOUND}) while a writer kept "
@@ -225,14 +231,11 @@ def test_a_subscriber_change_during_a_lookup_costs_no_second_walk(hot):
     t.subscribe(pattern, "h0")
     t.subscribe("a.*.e", 3)  # 'a.*' keeps an I-node of its own once 'a.*.c' changes
     counter = _WalkCounter(t._root)
-    clock = time.monotonic_ns
     history: list[Op] = []
     writes = _subscribes(t, [(pattern, "h1"), ("a.*.c", "z")], history)
     probe = _instrument(t, "a.*", counter.unseen(writes), budget=1)
     t._root = counter  # from here on, every read of the root not paused is a walk
-    call = clock()
-    result = t.lookup("a.b.c")
-    history.append(Op(0, "lookup", "a.b.c", result, call, clock()))
+    result = _recorded_lookup(t, "a.b.c", history)
     assert probe.tests >= 1, "the adversary never ran"
     initial = frozenset({("a.b.c", 1), ("a.b.d", 1), ("a.*.c", 2), ("a.*.d", 2), ("a.*.e", 3),
                          (pattern, "h0")})
@@ -263,9 +266,7 @@ def test_an_mqtt_subscriber_change_at_the_last_word_costs_no_second_walk(hot):
     writes = _subscribes(t, [(f(hot), "h1"), (f("a.*.c"), "z")], history)
     probe = _instrument(t, "a.+", counter.unseen(writes), budget=1)
     t._root = counter
-    call = time.monotonic_ns()
-    result = t.lookup("a/b/c")
-    history.append(Op(0, "lookup", "a/b/c", result, call, time.monotonic_ns()))
+    result = _recorded_lookup(t, "a/b/c", history)
     assert probe.tests >= 1, "the adversary never ran"
     spec = make_spec(lambda p, tp: matches(p, tp, "mqtt"))
     assert check(history, spec, initial=frozenset(initial)) is True, (result, history)
@@ -355,7 +356,6 @@ def test_a_repair_that_swapped_a_set_checks_everything_again(monkeypatch):
     t = _forking_trie()
     t.subscribe("a.>", "h0")
     t.subscribe("a.*.e", 3)
-    clock = time.monotonic_ns
     history: list[Op] = []
     _instrument(t, "a.*", _subscribes(t, [("a.>", "h0b"), ("a.*.c", "y")], history), budget=1)
     inode = _inode_at(t, "a.b")
@@ -363,9 +363,7 @@ def test_a_repair_that_swapped_a_set_checks_everything_again(monkeypatch):
     inode.main = _TrippingRef(inode.main, {3: _subscribes(t, [("a.>", "h1"), ("a.*.c", "z")],
                                                           history)})
     monkeypatch.setattr(cstrie_module, "_get", lambda r: r.get())  # the quick check too
-    call = clock()
-    result = t.lookup("a.b.c")
-    history.append(Op(0, "lookup", "a.b.c", result, call, clock()))
+    result = _recorded_lookup(t, "a.b.c", history)
     assert inode.main.calls >= 3, "the repair never re-read 'a.b'"
     inode.main = inode.main.ref
     initial = frozenset({("a.b.c", 1), ("a.b.d", 1), ("a.*.c", 2), ("a.*.d", 2), ("a.*.e", 3),
@@ -402,9 +400,7 @@ def test_a_repair_never_takes_an_empty_set_for_one_that_stayed_empty(dialect, mo
     istar.main = _TrippingRef(istar.main, {1: w(("sub", ab, "x1"), ("unsub", sb, "y0")),
                                            2: w(("sub", ab, "x2"), ("unsub", sb, "y1"))})
     monkeypatch.setattr(cstrie_module, "_get", lambda r: r.get())  # the quick check too
-    call = time.monotonic_ns()
-    result = t.lookup(ab)
-    history.append(Op(0, "lookup", ab, result, call, time.monotonic_ns()))
+    result = _recorded_lookup(t, ab, history)
     assert (ia.main.calls, istar.main.calls) >= (3, 2), "the schedule did not run"
     ia.main, istar.main = ia.main.ref, istar.main.ref
     spec = make_spec(lambda p, tp: matches(p, tp, dialect))
@@ -451,9 +447,7 @@ def test_a_wide_level_without_a_kid_for_the_word_is_read_once(topic, monkeypatch
     root.main = _TrippingRef(root.main, {2: adversary})
     monkeypatch.setattr(cstrie_module, "_get", lambda r: r.get())
     t._root = counter
-    call = time.monotonic_ns()
-    result = t.lookup(topic)
-    history.append(Op(0, "lookup", topic, result, call, time.monotonic_ns()))
+    result = _recorded_lookup(t, topic, history)
     walks = counter.walks
     t._root, root.main = counter.ref, root.main.ref
     assert check(history, SPEC, initial=frozenset(initial)) is True, (result, history)
@@ -535,13 +529,10 @@ def test_absent_words_are_validated_too(variant, level, monkeypatch):
         kid = top.kids[kid_index(top, "b")]
         assert (kid is not None) == (level == "split/leaf")
         assert kid is None or gcas_read(kid, t).kids is None  # one hash level
-    clock = time.monotonic_ns
     history: list[Op] = []
     _instrument(t, "a", _subscribes(t, [("a.b.c", "x"), ("a.*.c", "z")], history), budget=1,
                 word="b")
-    call = clock()
-    result = t.lookup("a.b.c")
-    history.append(Op(0, "lookup", "a.b.c", result, call, clock()))
+    result = _recorded_lookup(t, "a.b.c", history)
     verdict = check(history, SPEC, initial=frozenset(initial))
     if variant == "sound":
         assert result == frozenset({"x", "z"}) and verdict is True, (result, verdict)
@@ -588,14 +579,11 @@ def test_the_empty_keys_branch_is_validated(variant, level, monkeypatch):
     assert (top.kids is not None) == (level != "flat root")
     below = top.branches["#"].inode
     assert type(below) is INode
-    clock = time.monotonic_ns
     history: list[Op] = []
     below.main = _TrippingRef(below.main, {1: _writes(t, [("unsub", "", "x"), ("sub", "#.#", "y")],
                                                       history)})
     monkeypatch.setattr(cstrie_module, "_get", lambda r: r.get())  # the quick check too
-    call = clock()
-    result = t.lookup("")
-    history.append(Op(0, "lookup", "", result, call, clock()))
+    result = _recorded_lookup(t, "", history)
     below.main = below.main.ref
     assert len(history) == 3, "the writes did not run inside the lookup"
     verdict = check(history, make_spec(lambda p, x: matches(p, x, "amqp")),
@@ -715,18 +703,35 @@ def test_a_repair_walks_again_when_a_child_changed(variant, monkeypatch):
     initial = {("a.b.c", 1), ("a.x.y", 9), ("a.>", "h0"), ("*.b.z", 7), ("*.q.z", 7)}
     for p, s in initial:
         t.subscribe(p, s)  # 'a' and '*' are I-nodes; 'a.b' holds an S-node
-    clock = time.monotonic_ns
     history: list[Op] = []
     _instrument(t, "a", _subscribes(t, [("a.b.d", 2), ("a.>", "h1")], history), budget=1)
-    call = clock()
-    result = t.lookup("a.b.d")
-    history.append(Op(0, "lookup", "a.b.d", result, call, clock()))
+    result = _recorded_lookup(t, "a.b.d", history)
     verdict = check(history, SPEC, initial=frozenset(initial))
     if variant == "sound":
         assert result == frozenset({2, "h0", "h1"}) and verdict is True, (result, verdict)
     else:
         assert result == frozenset({"h0", "h1"}), result
         assert verdict is False, "the checker accepted a repair that skipped a new child"
+
+
+def _come_and_go(t: CSTrie, dialect: str, initial: set, ia: INode, istar: INode, topic: str,
+                 arrive: list[tuple[str, object]], leave: list[tuple[str, object]],
+                 monkeypatch) -> frozenset:
+    """The schedule of the two tests below: a lookup of ``topic`` reads ``ia`` and then
+    ``istar`` last. At its read of ``istar`` the pairs ``arrive`` are subscribed, in order;
+    at the quick check's re-read of ``ia`` the pairs ``leave`` are unsubscribed. Returns the
+    lookup's result, once the history (from the content ``initial``) is linearizable."""
+    history: list[Op] = []
+    w = lambda *ops: _writes(t, list(ops), history)  # noqa: E731
+    istar.main = _TrippingRef(istar.main, {1: w(*(("sub", p, s) for p, s in arrive))})
+    ia.main = _TrippingRef(ia.main, {2: w(*(("unsub", p, s) for p, s in leave))})
+    monkeypatch.setattr(cstrie_module, "_get", lambda r: r.get())
+    result = _recorded_lookup(t, topic, history)
+    assert (istar.main.calls, ia.main.calls) >= (1, 2), "the schedule did not run"
+    ia.main, istar.main = ia.main.ref, istar.main.ref
+    spec = make_spec(lambda p, tp: matches(p, tp, dialect))
+    assert check(history, spec, initial=frozenset(initial)) is True, (result, history)
+    return result
 
 
 #: (dialect, what comes and goes at the word 'w' of I(a) during the lookup): a child below
@@ -774,22 +779,11 @@ def test_a_part_that_came_and_went_during_a_lookup_is_seen(dialect, what, monkey
     initial = {(f(p), s) for p, s in pats}
     for p, s in sorted(initial, key=str):
         t.subscribe(p, s)
-    history: list[Op] = []
-    w = lambda *ops: _writes(t, list(ops), history)  # noqa: E731
     ia = _inode_at(t, "a")
     istar = gcas_read(ia, t).pwc.inode
     assert type(istar) is INode
-    # I(*): the walk's read. I(a): the walk's read, then the quick check's.
-    istar.main = _TrippingRef(istar.main, {1: w(*(("sub", f(p), s) for p, s in ups))})
-    ia.main = _TrippingRef(ia.main, {2: w(*(("unsub", f(p), s) for p, s in downs))})
-    monkeypatch.setattr(cstrie_module, "_get", lambda r: r.get())
-    call = time.monotonic_ns()
-    result = t.lookup(topic)
-    history.append(Op(0, "lookup", topic, result, call, time.monotonic_ns()))
-    assert (istar.main.calls, ia.main.calls) >= (1, 2), "the schedule did not run"
-    ia.main, istar.main = ia.main.ref, istar.main.ref
-    spec = make_spec(lambda p, tp: matches(p, tp, dialect))
-    assert check(history, spec, initial=frozenset(initial)) is True, (result, history)
+    result = _come_and_go(t, dialect, initial, ia, istar, topic, [(f(p), s) for p, s in ups],
+                          [(f(p), s) for p, s in downs], monkeypatch)
     assert result == (frozenset() if what == "subscribers" else frozenset({2})), result
     t.check()
 
@@ -812,25 +806,14 @@ def test_an_s_node_that_went_into_a_branch_and_came_back_is_a_new_value(dialect,
     for p, s in sorted(initial, key=str):
         t.subscribe(p, s)
     key = f(word)
-    history: list[Op] = []
-    w = lambda *ops: _writes(t, list(ops), history)  # noqa: E731
     root = gcas_read(t._read_root(), t)
     ia, istar = root.branches["a"].inode, root.pwc.inode
     before = gcas_read(ia, t).branches[key]
     assert type(before) is SNode and type(istar) is INode
-    mine = f("a." + word)
-    istar.main = _TrippingRef(istar.main, {1: w(("sub", mine, "x2"), ("sub", f("*.w"), "z2"))})
-    ia.main = _TrippingRef(ia.main, {2: w(("unsub", f("*.w"), "z2"), ("unsub", mine, "x2"))})
-    monkeypatch.setattr(cstrie_module, "_get", lambda r: r.get())
-    topic = f("a.w")
-    call = time.monotonic_ns()
-    result = t.lookup(topic)
-    history.append(Op(0, "lookup", topic, result, call, time.monotonic_ns()))
-    assert (istar.main.calls, ia.main.calls) >= (1, 2), "the schedule did not run"
-    ia.main, istar.main = ia.main.ref, istar.main.ref
+    mine, theirs = (f("a." + word), "x2"), (f("*.w"), "z2")
+    result = _come_and_go(t, dialect, initial, ia, istar, f("a.w"), [mine, theirs],
+                          [theirs, mine], monkeypatch)
     after = gcas_read(ia, t).branches[key]
     assert type(after) is SNode and after is not before
-    spec = make_spec(lambda p, tp: matches(p, tp, dialect))
-    assert check(history, spec, initial=frozenset(initial)) is True, (result, history)
     assert result == frozenset({2}), result
     t.check()
