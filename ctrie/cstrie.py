@@ -28,10 +28,12 @@ so no writer can starve it: at most three walks per lookup (and the unrecorded o
 When no write came lately, the records are not needed: every write that changes the stored
 pairs moves the trie's content version inside a window (:mod:`ctrie.size`), so a walk
 between two equal, window-free reads of it found the pairs stored throughout. A lookup's
-first walk goes *unrecorded* when the version it reads on leaving its first I-node is the
+first walk goes *unrecorded* when the version it reads on leaving its second I-node is the
 hint (a version that two recorded walks, of any topic, found unchanged): it keeps no record,
-and at the end re-reads the version and its first I-node only. If either moved it walks
-again, recorded, once more at most, outside the bound above. That saves a record and a
+and at the end re-reads the version and its first two I-nodes only. If any moved it walks
+again, recorded, once more at most, outside the bound above. (A walk of two reads needs no
+version: its first read's double collect is its whole validation. That is a lookup through
+one wide level, its top and the leaf holding the word.) That saves a record and a
 re-read per I-node read (on the dense workload 14 I-nodes a lookup), at the cost of two atomic
 reads and one wasted walk when a write lands during it. The hint keeps those rare under
 steady writes; it takes two quiet walks because one is a poor forecast beside a writer that
@@ -864,10 +866,12 @@ class CSTrie(Generic[S]):
                     _count("rewalk")
             walks += 1
             # Whether the walk records its reads for the validation is decided when it
-            # leaves its first I-node (a walk that reads one I-node needs no validation):
-            # see the record step below. Until then rec is False and r0 None.
+            # leaves its second I-node (a walk that reads one I-node needs no validation,
+            # one that reads two only its first read's double collect): see the record
+            # step below. Until then rec is False and r1 None.
             rec = False
             r0: Any = None
+            r1: Any = None
             # The root reference may hold an RDCSS descriptor (a snapshot is being taken):
             # then ``root.main`` below raises AttributeError, and the handler completes it.
             # (Any: the walk reads its nodes duck-typed, a descriptor or a tomb failing an
@@ -921,38 +925,53 @@ class CSTrie(Generic[S]):
                             # read (ref, m), recorded below only if another read follows,
                             # like any read; the top is recorded before the kid is read.
                             # A missing kid or a tomb (an empty leaf, final) leaves the top
-                            # current: its record is taken back, so each read is recorded
-                            # once.
+                            # current: a recording walk takes its record back, so each read
+                            # is recorded once (an unrecorded walk may keep it as r0 or r1:
+                            # one more re-read of a read, which validates no less).
                             kid = m.kids[hash(w) & 31]  # kid_index(m, w) inlined
                             if kid is not None:
                                 # The record step (as below), before the kid's read: an
                                 # unrecorded walk must read the version before any read
-                                # but its first (found by review: reading the kid first let
-                                # writes to it go unseen).
+                                # but its first two (found by review: reading a kid first
+                                # let writes to it go unseen).
                                 if rec:
                                     seen += (ref, m, k)
                                 elif r0 is None:
-                                    r0, m0 = ref, m
-                                    if vc is not None:
-                                        v0 = vc.get()
-                                        if unrec and v0 == self._quiet:
-                                            unrec = False  # the lookup's one
-                                        else:
-                                            rec = True
-                                            seen += (ref, m, k)
+                                    r0, m0, k0 = ref, m, k
+                                elif r1 is None and vc is not None:
+                                    r1, m1 = ref, m
+                                    v0 = vc.get()
+                                    if unrec and v0 == self._quiet:
+                                        unrec = False  # the lookup's one
+                                    else:
+                                        rec = True
+                                        seen += (r0, m0, k0, ref, m, k)
                                 kref = kid.main
                                 km = kref.get()
                                 if km.prev is not None:
                                     km = gcas_complete(kid, km, self)
-                                if type(km) is not CNode:
+                                try:
+                                    kb = km.branches
+                                except AttributeError:  # a tomb (no type test: a global
+                                    # read costs 20 ns on 3.13t)
                                     if rec:
                                         del seen[-3:]  # the top stays the current read
                                 else:
                                     ref = kref
                                     m = km
-                                    b = m.branches
-                                    b = b[w] if w in b else None
+                                    b = kb[w] if w in kb else None
                                     if b is None and m.kids is not None:
+                                        if not rec and r1 is None and vc is not None:
+                                            # The record step of this kid, the walk's
+                                            # second read (the top was its first):
+                                            # decided here, recorded below if recording.
+                                            r1, m1 = ref, m
+                                            v0 = vc.get()
+                                            if unrec and v0 == self._quiet:
+                                                unrec = False
+                                            else:
+                                                rec = True
+                                                seen += (r0, m0, k0)
                                         seen += (ref, m, k)
                                         b = self._kid_branch(m, w, k, seen)
                                         # its last read is the current one
@@ -1012,23 +1031,26 @@ class CSTrie(Generic[S]):
                     if nxt is None and not forks:
                         break  # the last read: it needs no record
                     # The record step. A recorded walk records the read for the validation
-                    # (``seen += (ref, m, k)`` appends all three without a call). Else, on
-                    # leaving its first I-node, the walk keeps that read (r0, m0), reads the
-                    # content version v0 (ctrie.size) and decides: it goes on unrecorded
-                    # if the lookup has not had its one unrecorded walk yet and the hint
-                    # is v0 (the window-free version a walk last found unchanged: no
-                    # write came since), else it records from here.
+                    # (``seen += (ref, m, k)`` appends all three without a call). Else the
+                    # walk keeps its first read (r0, m0, k0): a walk of two reads needs
+                    # only that read's double collect. On leaving its second I-node it
+                    # keeps that read too (r1, m1), reads the content version v0
+                    # (ctrie.size) and decides: it goes on unrecorded if the lookup has not
+                    # had its one unrecorded walk yet and the hint is v0 (the window-free
+                    # version a walk last found unchanged: no write came since), else it
+                    # records from here, both reads first.
                     if rec:
                         seen += (ref, m, k)
                     elif r0 is None:
-                        r0, m0 = ref, m
-                        if vc is not None:
-                            v0 = vc.get()
-                            if unrec and v0 == self._quiet:
-                                unrec = False  # the lookup's one unrecorded walk
-                            else:
-                                rec = True
-                                seen += (ref, m, k)
+                        r0, m0, k0 = ref, m, k
+                    elif r1 is None and vc is not None:
+                        r1, m1 = ref, m
+                        v0 = vc.get()
+                        if unrec and v0 == self._quiet:
+                            unrec = False  # the lookup's one unrecorded walk
+                        else:
+                            rec = True
+                            seen += (r0, m0, k0, ref, m, k)
                     if nxt is not None:
                         parent = inode
                         inode = nxt
@@ -1042,21 +1064,36 @@ class CSTrie(Generic[S]):
                 self._read_root()  # completes the pending RDCSS
                 continue
             # Validation. A walk that read one I-node needs none, nor does a read-only view.
-            # An unrecorded walk: v0, read after its first read r0 -> m0 and before any
-            # other (the record step, also before a kid's read), had no window open
-            # (the hint is only ever such a version). If the version still reads v0, no write
-            # that changes the stored pairs committed between the two reads of it, so the
-            # pairs stored were the same throughout; if r0 still holds m0, m0 was current
-            # when v0 was read, and every later read followed from it. So the walk found
+            # A walk that read two: the double collect of its first read. If r0 still
+            # holds m0, it held m0 when the second (last) read was made, so both reads
+            # held together at that instant, where the lookup linearizes. (This is the
+            # common case of a lookup through one wide level, its top and one kid: no
+            # version to read.) If not, the walk is judged as a recorded one.
+            # An unrecorded walk: v0, read after its first two reads r0 -> m0 and
+            # r1 -> m1 and before any other (the record step, also before a kid's read),
+            # had no window open (the hint is only ever such a version). If the version
+            # still reads v0, no write that changes the stored pairs committed between
+            # the two reads of it, so the pairs stored were the same throughout; if r0 and
+            # r1 still hold m0 and m1, both were current when v0 was read (a main node
+            # never returns), and every later read followed from m1. So the walk found
             # what the trie stored at the read of v0, and linearizes there (ctrie.size).
             # Otherwise walk again (not one of the walks the bound counts: a lookup has
             # one unrecorded walk at most).
             if not rec:
-                if r0 is not None and vc is not None and (vc.get() != v0 or r0.get() is not m0):
-                    if _count is not None:
-                        _count("rewalk")
-                    walks -= 1
-                    continue
+                if r0 is not None and vc is not None:
+                    if r1 is None:
+                        if r0.get() is not m0:
+                            if _count is not None:
+                                _count("revalidate")
+                            res = self._revalidate([r0, m0, k0], hits, words, dollar, (ref, m, k))
+                            if res is None:
+                                continue
+                            return res
+                    elif vc.get() != v0 or r0.get() is not m0 or r1.get() is not m1:
+                        if _count is not None:
+                            _count("rewalk")
+                        walks -= 1
+                        continue
             # A recorded walk: what the walk used of every I-node but the last must still be
             # in place (see _revalidate). The common case, no I-node changed, is one
             # comparison in C (list equality tests identity first; main nodes define no

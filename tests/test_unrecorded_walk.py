@@ -1,25 +1,30 @@
 """A lookup's unrecorded walk (CSTrie.lookup): validated by the trie's content version
-(ctrie.size) and by one re-read of its first I-node, instead of a record per I-node.
+(ctrie.size) and by one re-read of each of its first two I-nodes, instead of a record per
+I-node; and a walk of two reads, validated by its first read's double collect alone.
 
 Deterministic schedules: writes commit right after the walk reads a chosen I-node (a
 stand-in for that I-node's AtomicRef runs them inside its first ``get()``, or the C-node's
 branch map when the walk tests a word in it, as in test_lookup_validation). Each test is
 shown failing on a broken variant: a version that never moves, and (by hand, see the note
-of the change) an unrecorded walk that does not re-read its first I-node.
+of the change) an unrecorded walk that does not re-read its first or second I-node, and a
+walk of two reads that skips its double collect. An unrecorded walk reads at least three
+I-nodes, so the schedules below put their words one level down (``r.a.b``) where they
+test it.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from ctrie import CSTrie
+from ctrie import CSTrie, matches
 from ctrie.counters import counting
 from ctrie.gcas import gcas_read
 from ctrie.nodes import INode, kid_index
 from ctrie.size import WINDOWS
 from schedule import StepScheduler
 from test_cache import _ReadThen
-from test_lookup_validation import _instrument
+from linearizability import Op, check, make_spec
+from test_lookup_validation import _instrument, _recorded_lookup, _writes
 
 #: Per dialect: its separator and one-level wildcard.
 DIALECTS = {"nats": (".", "*"), "mqtt": ("/", "+"), "amqp": (".", "*")}
@@ -70,19 +75,21 @@ def test_writes_during_an_unrecorded_walk_send_it_walking_again(dialect, primed,
     if variant != "as is":
         t._version = _Frozen(t._version)
     p = sep.join
-    t.subscribe(p(["a", star, "x"]), 1)
-    t.subscribe(p(["a", star, "y"]), 2)
-    t.subscribe(p(["a", "q"]), 3)
-    topic = p(["a", "b", "c"])
+    t.subscribe(p(["r", "a", star, "x"]), 1)
+    t.subscribe(p(["r", "a", star, "y"]), 2)
+    t.subscribe(p(["r", "a", "q"]), 3)
+    t.subscribe(p(["r", "q"]), 4)  # so that 'r' leads to an I-node: a third read
+    topic = p(["r", "a", "b", "c"])
     if primed:
         _settle(t, topic, frozenset())
 
     def writes() -> None:
-        t.subscribe(p(["a", "b", "c"]), "x")
-        t.subscribe(p(["a", star, "c"]), "z")
+        t.subscribe(p(["r", "a", "b", "c"]), "x")
+        t.subscribe(p(["r", "a", star, "c"]), "z")
 
-    # The writes run when the walk tests 'b' in the C-node of 'a' it has read.
-    _instrument(t, "a", writes, budget=1)
+    # The writes run when the walk tests 'b' in the C-node of 'r.a' it has read (its
+    # third read: the version was read on leaving the second).
+    _instrument(t, "r.a", writes, budget=1)
     with counting() as c:
         got = t.lookup(topic)
     n = c.snapshot()
@@ -96,36 +103,82 @@ def test_writes_during_an_unrecorded_walk_send_it_walking_again(dialect, primed,
         assert got == {"z"}, "the schedule no longer exposes the variant"
 
 
+@pytest.mark.parametrize("which", ["first", "second"])
 @pytest.mark.parametrize("dialect", ["nats", "mqtt"])
-def test_an_unrecorded_walk_re_reads_its_first_inode(dialect):
-    """Two writes land after the walk read the root but before it reads the content
-    version (on leaving the root): W1 subscribes *.b -> 3 (a branch of the root, which the
-    walk has already read without it), W2 a.b -> 4 (in the I-node of 'a', read after).
-    Then two other lookups, quiet, set the hint to the version after both, so the walk goes
-    on unrecorded: the version it reads includes both writes, and only the re-read of the
-    root (its main node replaced by W1) shows that the walk mixed the root before W1 with
-    'a' after W2: {1, 4} is the answer of no instant. It walks again and answers
+def test_an_unrecorded_walk_re_reads_its_first_two_inodes(dialect, which):
+    """Two writes land after the walk read its first (the root) or second I-node (of 'r')
+    but before it reads the content version (on leaving the second): W1 subscribes a
+    pattern with a wildcard at that level (*.a.b -> 3, or r.*.b -> 3: a branch the walk
+    has already found absent), W2 r.a.b -> 4 (in the I-node of 'r.a', read after). Then
+    two other lookups, quiet, set the hint to the version after both, so the walk goes on
+    unrecorded: the version it reads includes both writes, and only the re-read of that
+    I-node (its main node replaced by W1) shows that the walk mixed it before W1 with
+    'r.a' after W2: {1, 4} is the answer of no instant. It walks again and answers
     {1, 3, 4}. (Without the re-read it answers {1, 4}: shown by hand, see the module
     docstring.)"""
     sep, star = DIALECTS[dialect]
     t = CSTrie(dialect)
-    t.subscribe(sep.join(["a", "b"]), 1)
-    t.subscribe(sep.join(["a", "c"]), 2)
-    topic = sep.join(["a", "b"])
+    p = sep.join
+    t.subscribe(p(["r", "a", "b"]), 1)
+    t.subscribe(p(["r", "a", "c"]), 2)
+    t.subscribe(p(["r", "q"]), 5)  # so that 'r' leads to an I-node
+    topic = p(["r", "a", "b"])
     _settle(t, topic, {1})
-    root = t._read_root()
+    inode = t._read_root() if which == "first" else _inode(t, ["r"])
+    w1 = [star, "a", "b"] if which == "first" else ["r", star, "b"]
 
     def writes() -> None:
-        t.subscribe(sep.join([star, "b"]), 3)
-        t.subscribe(sep.join(["a", "b"]), 4)
+        t.subscribe(p(w1), 3)
+        t.subscribe(p(["r", "a", "b"]), 4)
         _settle(t, topic, {1, 3, 4})  # recorded (the hint is stale), then set it
 
-    root.main = _ReadThen(root.main, writes)
+    inode.main = _ReadThen(inode.main, writes)
     with counting() as c:
         got = t.lookup(topic)
     assert got == {1, 3, 4}, got
     n = c.snapshot()
     assert (n["rewalk"], n["revalidate"]) == (1, 0), n
+
+
+@pytest.mark.parametrize("level", ["flat", "split root"])
+@pytest.mark.parametrize("dialect", ["nats", "mqtt"])
+def test_a_walk_of_two_reads_is_validated_by_its_first_reads_double_collect(dialect, level):
+    """A walk that reads two I-nodes needs no content version: only its first read, re-read
+    once the second is made. Two writes land right after the walk read the root (flat: the
+    level of 'a', then the I-node of 'a' below it; split: the root's top, then the kid
+    leaf of 'a'): W1 subscribes the many-level wildcard alone -> 2 (at the root, found
+    absent by the walk), W2 unsubscribes the one pattern the walk was to find (in the
+    second I-node). The walk's two reads then say "no wildcard, no pattern": {} is the
+    answer of no instant ({1}, {1, 2}, {2}). The double collect sees the root replaced, and
+    the repair, the wildcard's insertion: {2}. (Without the double collect it answers {}:
+    shown by hand, see the module docstring; the checker judges the history.)"""
+    sep, star = DIALECTS[dialect]
+    multi = ">" if dialect == "nats" else "#"
+    t = CSTrie(dialect) if level == "flat" else CSTrie(dialect, _leaf_max=2)
+    p = sep.join
+    if level == "flat":
+        # 'a' leads to an I-node, which keeps two patterns (no contraction)
+        initial = {(p(["a", "b"]), 1), (p(["a", "c"]), 3), (p(["a", "d"]), 3)}
+        topic, gone = p(["a", "b"]), (p(["a", "b"]), 1)
+    else:
+        initial = {("a", 1), ("b", 3), ("c", 3), ("d", 3), ("e", 3)}
+        topic, gone = "a", ("a", 1)
+    for pat, s in sorted(initial):
+        t.subscribe(pat, s)
+    root = t._read_root()
+    top = gcas_read(root, t)
+    assert (top.kids is not None) == (level == "split root")
+    history: list[Op] = []
+    root.main = _ReadThen(root.main, _writes(t, [("sub", multi, 2), ("unsub", *gone)], history))
+    with counting() as c:
+        got = _recorded_lookup(t, topic, history)
+    root.main = root.main.ref
+    assert got == {2}, got
+    assert check(history, make_spec(lambda pat, tp: matches(pat, tp, dialect)),
+                 initial=frozenset(initial)) is True, history
+    n = c.snapshot()
+    assert n["revalidate"] == 1 and n["rewalk"] <= 1, n
+    t.check()
 
 
 def test_the_hint_follows_the_version():
@@ -136,30 +189,30 @@ def test_the_hint_follows_the_version():
     version, one does not; a write between lookups makes it stale, and the next lookup
     records."""
     t = CSTrie()
-    for pat, s in (("a.b", 1), ("a.c", 2)):
+    for pat, s in (("r.a.b", 1), ("r.a.c", 2), ("r.q", 3)):  # three I-nodes: root, r, r.a
         t.subscribe(pat, s)
-    inode = _inode(t, ["a"])
+    inode = _inode(t, ["r", "a"])
     j = iter(range(100))
 
     def lookup_with_a_write_landing() -> str:
         real = inode.main
-        inode.main = _ReadThen(real, lambda: t.subscribe("a.b", f"w{next(j)}"))
+        inode.main = _ReadThen(real, lambda: t.subscribe("r.a.b", f"w{next(j)}"))
         try:
             with counting() as c:
-                t.lookup("a.b")
+                t.lookup("r.a.b")
         finally:
             inode.main = real
         n = c.snapshot()
         return {(1, 0): "unrecorded", (0, 0): "recorded"}.get((n["rewalk"], n["revalidate"]), str(n))
 
     modes = []
-    _settle(t, "a.b", {1})  # two quiet recorded walks (no hint yet): the hint is set
+    _settle(t, "r.a.b", {1})  # two quiet recorded walks (no hint yet): the hint is set
     modes.append(lookup_with_a_write_landing())  # unrecorded
-    t.subscribe("a.d", 9)  # the hint is stale now
+    t.subscribe("r.a.d", 9)  # the hint is stale now
     modes.append(lookup_with_a_write_landing())  # recorded; the write leaves the hint stale
-    t.lookup("a.b")  # one quiet recorded walk: not enough
+    t.lookup("r.a.b")  # one quiet recorded walk: not enough
     modes.append(lookup_with_a_write_landing())  # recorded
-    _settle(t, "a.b", {1, "w0", "w1", "w2"})
+    _settle(t, "r.a.b", {1, "w0", "w1", "w2"})
     modes.append(lookup_with_a_write_landing())
     assert modes == ["unrecorded", "recorded", "recorded", "unrecorded"], modes
 
