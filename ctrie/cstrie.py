@@ -28,10 +28,11 @@ so no writer can starve it: at most three walks per lookup (and the unrecorded o
 When no write came lately, the records are not needed: every write that changes the stored
 pairs moves the trie's content version inside a window (:mod:`ctrie.size`), so a walk
 between two equal, window-free reads of it found the pairs stored throughout. A lookup's
-first walk goes *unrecorded* when the version it reads on leaving its second I-node is the
-hint (a version that two recorded walks, of any topic, found unchanged): it keeps no record,
-and at the end re-reads the version and its first two I-nodes only. If any moved it walks
-again, recorded, once more at most, outside the bound above. (A walk of two reads needs no
+walk goes *unrecorded* (one walk per lookup at most) when the version it reads on leaving
+its second I-node is the hint (a version that two recorded walks, of any topic, found
+unchanged): it keeps no record, and at the end re-reads the version and its first two
+I-nodes only. If any moved it walks again, recorded, once more at most, outside the bound
+above. (A walk of two reads needs no
 version: its first read's double collect is its whole validation. That is a lookup through
 one wide level, its top and the leaf holding the word.) That saves a record and a
 re-read per I-node read (on the dense workload 14 I-nodes a lookup), at the cost of two atomic
@@ -924,10 +925,12 @@ class CSTrie(Generic[S]):
                             # deeper ones. The kid leaf read becomes the level's current
                             # read (ref, m), recorded below only if another read follows,
                             # like any read; the top is recorded before the kid is read.
-                            # A missing kid or a tomb (an empty leaf, final) leaves the top
-                            # current: a recording walk takes its record back, so each read
-                            # is recorded once (an unrecorded walk may keep it as r0 or r1:
-                            # one more re-read of a read, which validates no less).
+                            # A missing kid leaves the top current (nothing was read
+                            # after it). In _kid_branch, a deeper kid that is a tomb
+                            # leaves the kid above it current, unchecked: a kid holds no
+                            # wildcard, only the way to the tomb, which it keeps until the
+                            # tomb is compressed out; so the word was absent at the
+                            # entombing, while the top (recorded) was as read.
                             kid = m.kids[hash(w) & 31]  # kid_index(m, w) inlined
                             if kid is not None:
                                 # The record step (as below), before the kid's read: an
@@ -953,31 +956,38 @@ class CSTrie(Generic[S]):
                                 try:
                                     kb = km.branches
                                 except AttributeError:  # a tomb (no type test: a global
-                                    # read costs 20 ns on 3.13t)
-                                    if rec:
-                                        del seen[-3:]  # the top stays the current read
+                                    # read costs 20 ns on 3.13t). An empty leaf (kids never
+                                    # contract), final: read as the C-node it froze, like
+                                    # any tomb, it becomes the level's current read, which
+                                    # needs no second look. The top stays recorded: it
+                                    # was read before the tomb, and a write to it in
+                                    # between must be seen (found by review: taking
+                                    # its record back left the top unchecked).
+                                    ref = km.ref
+                                    m = km.cnode
+                                    kb = m.branches
                                 else:
                                     ref = kref
                                     m = km
-                                    b = kb[w] if w in kb else None
-                                    if b is None and m.kids is not None:
-                                        if not rec and r1 is None and vc is not None:
-                                            # The record step of this kid, the walk's
-                                            # second read (the top was its first):
-                                            # decided here, recorded below if recording.
-                                            r1, m1 = ref, m
-                                            v0 = vc.get()
-                                            if unrec and v0 == self._quiet:
-                                                unrec = False
-                                            else:
-                                                rec = True
-                                                seen += (r0, m0, k0)
-                                        seen += (ref, m, k)
-                                        b = self._kid_branch(m, w, k, seen)
-                                        # its last read is the current one
-                                        ref = seen[-3]
-                                        m = seen[-2]
-                                        del seen[-3:]
+                                b = kb[w] if w in kb else None
+                                if b is None and m.kids is not None:
+                                    if not rec and r1 is None and vc is not None:
+                                        # The record step of this kid, the walk's second
+                                        # read (the top was its first): decided here,
+                                        # recorded below if recording.
+                                        r1, m1 = ref, m
+                                        v0 = vc.get()
+                                        if unrec and v0 == self._quiet:
+                                            unrec = False
+                                        else:
+                                            rec = True
+                                            seen += (r0, m0, k0)
+                                    seen += (ref, m, k)
+                                    b = self._kid_branch(m, w, k, seen)
+                                    # its last read is the current one
+                                    ref = seen[-3]
+                                    m = seen[-2]
+                                    del seen[-3:]
                         i += 1
                         # A value (nodes.Value) is an S-node alone, a Branch, or a set alone.
                         if b is not None:
@@ -1075,7 +1085,7 @@ class CSTrie(Generic[S]):
             # still reads v0, no write that changes the stored pairs committed between
             # the two reads of it, so the pairs stored were the same throughout; if r0 and
             # r1 still hold m0 and m1, both were current when v0 was read (a main node
-            # never returns), and every later read followed from m1. So the walk found
+            # never returns), and every later read followed from m0 or m1. So the walk found
             # what the trie stored at the read of v0, and linearizes there (ctrie.size).
             # Otherwise walk again (not one of the walks the bound counts: a lookup has
             # one unrecorded walk at most).
@@ -1090,9 +1100,9 @@ class CSTrie(Generic[S]):
                                 continue
                             return res
                     elif vc.get() != v0 or r0.get() is not m0 or r1.get() is not m1:
-                        if _count is not None:
-                            _count("rewalk")
                         walks -= 1
+                        if _count is not None and not walks:  # (else the loop counts it:
+                            _count("rewalk")  # a two-read walk failed before this one)
                         continue
             # A recorded walk: what the walk used of every I-node but the last must still be
             # in place (see _revalidate). The common case, no I-node changed, is one
