@@ -32,16 +32,15 @@ walk goes *unrecorded* (one walk per lookup at most) when the version it reads o
 its second I-node is the hint (a version that two recorded walks, of any topic, found
 unchanged): it keeps no record, and at the end re-reads the version and its first two
 I-nodes only. If any moved it walks again, recorded, once more at most, outside the bound
-above. (A walk of two reads needs no
-version: its first read's double collect is its whole validation. That is a lookup through
-one wide level, its top and the leaf holding the word.) That saves a record and a
-re-read per I-node read (on the dense workload 14 I-nodes a lookup), at the cost of two atomic
-reads and one wasted walk when a write lands during it. The hint keeps those rare under
-steady writes; it takes two quiet walks because one is a poor forecast beside a writer that
-commits about as often as lookups complete (an inbox-churning writer on 3.13t: 21 % of
-lookups walked twice with one, 4 % with two). What the version costs beside writers that
-never touch the lookup's path (every reader reads a counter every write moves) is measured
-by the ``starvation`` experiment.
+above. (A walk of two reads needs no version: its first read's double collect is its whole
+validation. That is a lookup through one wide level, its top and the leaf holding the
+word.) That saves a record and a re-read per I-node read (on the dense workload 14 I-nodes
+a lookup), at the cost of two atomic reads and one wasted walk when a write lands during
+it. The hint keeps those rare under steady writes; it takes two quiet walks because one
+is a poor forecast beside a writer that commits about as often as lookups complete (an
+inbox-churning writer on 3.13t: 21 % of lookups walked twice with one, 4 % with two). What
+the version costs beside writers that never touch the lookup's path (every reader reads a
+counter every write moves) is measured by the ``starvation`` experiment.
 
 Path compression: where only one pattern continues below a branch, its remaining words sit
 in an S-node (:class:`~ctrie.nodes.SNode`) in the branch instead of a chain of one-branch
@@ -809,10 +808,10 @@ class CSTrie(Generic[S]):
 
         O(k) per matching path (see the class docstring), at most four walks: one
         unrecorded, validated by the content version (see the module docstring), two
-        recorded, then the frozen root. Lock-free and linearizable: what a recorded walk used
-        of the I-nodes it read is validated (:meth:`_revalidate`); two recorded walks that
-        fail it are followed by a walk of a frozen root (:meth:`_frozen_lookup`), which
-        needs no validation.
+        recorded (or of two reads, validated by a double collect), then the frozen root.
+        Lock-free and linearizable: what a recorded walk used of the I-nodes it read is
+        validated (:meth:`_revalidate`); two walks that fail it are followed by a walk of a
+        frozen root (:meth:`_frozen_lookup`), which needs no validation.
 
         NATS and MQTT (AMQP: :meth:`_lookup_amqp`): the many-level wildcard ends a pattern,
         so the walk goes down the trie one word per level and forks only where both the
