@@ -1772,9 +1772,8 @@ def _same_use(m: CNode, m2: Main, k: int, words: list[str], n: int,
     (only its subscribers changed: two Branches of one child, an S-node alone and a Branch
     of that S-node, or two bare sets, which have none). "None" in both is not an object
     whose identity proves that no child came and went in between, which matters where the
-    walk went on below the word (not ``ends``: found in stop 36). There the word's
-    insertion token of its kind
-    must be the same too: a word that gains a child where it had none takes a new one
+    walk went on below the word (not ``ends``). There the word's insertion token of its
+    kind must be the same too: a word that gains a child where it had none takes a new one
     (CNode.updated's ``child_added``), as an absent word does when it is added, and a
     token never returns. (The many-level wildcard's value never has a child in the
     dialects that repair, NATS and MQTT.) O(1)."""

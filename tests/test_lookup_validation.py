@@ -474,8 +474,7 @@ def test_a_tomb_kid_read_after_the_top_leaves_the_top_checked(dialect, level):
     p = sep.join
     t = CSTrie(dialect, _leaf_max=2)
     prefix = [] if level == "root" else ["a"]
-    slot = kid_slot("x", 0)
-    fill = [w for w in (f"w{j}" for j in range(200)) if kid_slot(w, 0) != slot][:5]
+    fill = _split_words("x", with_leaf=False, n=5, leaf_max=2)  # 'x' alone in its slice
     initial = {(p([*prefix, w]), "X" if w == "x" else w) for w in ["x", *fill]}
     for pat, s in sorted(initial):
         t.subscribe(pat, s)
@@ -507,8 +506,7 @@ def test_a_tomb_kid_costs_no_second_walk(topic, monkeypatch):
     record and failed at the second: a second walk for a change a repair handles. One
     change, one repair, no second walk; and the answer of the instant after the change."""
     t = CSTrie(_leaf_max=2)
-    slot = kid_slot("x", 0)
-    fill = [w for w in (f"w{j}" for j in range(200)) if kid_slot(w, 0) != slot][:5]
+    fill = _split_words("x", with_leaf=False, n=5, leaf_max=2)  # 'x' alone in its slice
     for w in ["x", *fill]:
         t.subscribe(w, "X" if w == "x" else w)
     for pat, s in (("*.b", "S1"), ("*.c", "S2"), (">", "H1")):  # '*' leads to an I-node
