@@ -12,7 +12,17 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-__all__ = ["SIZES", "Size"]
+from ctrie.nodes import FANOUT, LEAF_MAX
+
+__all__ = ["LEAF_PEAKS", "SIZES", "Size"]
+
+#: The widths at which the CS-trie's word level holds its fullest leaves on average: ``LEAF_MAX``
+#: words a leaf under one hash level (4,096) and under two (131,072). A write copies its
+#: leaf, so its cost rises with the width up to each of these and drops after the next split:
+#: a sawtooth. The round widths fall in its troughs (10,000 words: about 10 a leaf), so the
+#: level-width experiment measures these peaks beside them, and its worst case is in the
+#: table (see ctrie.nodes).
+LEAF_PEAKS = (LEAF_MAX * FANOUT, LEAF_MAX * FANOUT ** 2)
 
 
 @dataclass(frozen=True)
@@ -116,7 +126,7 @@ SIZES: dict[str, Size] = {
         ownership_rounds=7,
         starvation_seconds=2.0,
         starvation_rounds=5,
-        width_levels=(1, 100, 1000, 10_000, 100_000),
+        width_levels=(1, 100, 1000, LEAF_PEAKS[0], 10_000, 100_000, LEAF_PEAKS[1]),
         width_ops=2000,
         width_rounds=7,
     ),
@@ -156,7 +166,7 @@ SIZES: dict[str, Size] = {
         ownership_rounds=3,
         starvation_seconds=0.5,
         starvation_rounds=3,
-        width_levels=(1, 100, 1000, 10_000),
+        width_levels=(1, 100, 1000, LEAF_PEAKS[0], 10_000),
         width_ops=2000,
         width_rounds=5,
     ),

@@ -200,3 +200,17 @@ def test_scaling_chart_draws_quartiles_the_owner_built_limit_and_the_gil_rate():
     # median 110 (min-max would reach 90 and 200).
     caps = sorted({round(y, 1) for line in ft_tries.get_lines() for y in line.get_ydata()})
     assert 97.5 in caps and 132.5 in caps and 200.0 not in caps, caps
+
+
+def test_level_width_facts_name_the_worst_width_apart_from_the_widest():
+    # A sawtooth (experiments.config.LEAF_PEAKS): the highest CS-trie / LockedTrie ratio
+    # lies at a middle width, which the 'worst' facts name; 'widest' stays the last width.
+    ratios = {1: 1.5, 4096: 2.8, 10_000: 1.7, 100_000: 2.1}
+    recs = [_rec(experiment="level_width", algorithm=a, dialect="nats", workload="write",
+                 median=m, unit="ns", params={"width": w})
+            for w, r in ratios.items()
+            for a, m in (("cstrie", 1000.0 * r), ("locked_trie_nocache", 1000.0))]
+    out = render("{{fact:gil_width_worst}} {{fact:gil_width_write_ratio_worst}} "
+                 "{{fact:gil_width_widest}} {{fact:gil_width_write_ratio_widest}} "
+                 "{{fact:leaf_peaks}}", recs)
+    assert out == "4,096 2.80 100,000 2.10 4,096 and 131,072"

@@ -38,7 +38,8 @@ from experiments.measure.level_width import build, ops_for, time_lookups, time_w
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--widths", default="1,100,1000,10000,100000")
+    ap.add_argument("--widths", default="1,100,1000,4096,10000,100000,131072",
+                    help="4,096 and 131,072: the leaf peaks of LEAF_MAX 128 (experiments.config)")
     ap.add_argument("--leaf", default="", help="extra CSTrie leaf sizes, e.g. 8,128")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--ops", type=int, default=2000)

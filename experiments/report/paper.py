@@ -14,7 +14,10 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+from ctrie.nodes import LEAF_MAX
+
 from . import sharing as sharing_report
+from ..config import LEAF_PEAKS
 from ..records import (Record, build_order, cells, contention_growth, latest_run, load,
                        run_file)
 from .summary import TARGETS, compute, to_markdown
@@ -217,12 +220,15 @@ def facts(records: list[Record], builds: list[str]) -> dict[str, str]:
         # level width: CS-trie / LockedTrie write cost at the narrowest and widest levels
         lw = width_writes(records, b)
         both = sorted(w for a, w in lw if a == "cstrie" and ("locked_trie_nocache", w) in lw)
+        ratio = {w: lw[("cstrie", w)]["median"] / lw[("locked_trie_nocache", w)]["median"]
+                 for w in both}
+        # (The worst width need not be the widest: the CS-trie's cost is a sawtooth over
+        # the width, see experiments.config.LEAF_PEAKS.)
         for end, w in (("narrowest", both[0] if both else None),
-                       ("widest", both[-1] if both else None)):
+                       ("widest", both[-1] if both else None),
+                       ("worst", max(both, key=ratio.__getitem__) if both else None)):
             out[f"{tag}_width_{end}"] = f"{w:,}" if w is not None else "n/a"
-            out[f"{tag}_width_write_ratio_{end}"] = (
-                f"{lw[('cstrie', w)]['median'] / lw[('locked_trie_nocache', w)]['median']:.2f}"
-                if w is not None else "n/a")
+            out[f"{tag}_width_write_ratio_{end}"] = f"{ratio[w]:.2f}" if w is not None else "n/a"
         # Background load while the single-thread experiments ran (1-minute load average,
         # 2 cores); the concurrent experiments' own threads count in theirs, so they are
         # left out here.
@@ -256,6 +262,10 @@ def facts(records: list[Record], builds: list[str]) -> dict[str, str]:
             out[f"{tag}_target_{row['target']}"] = f"{row['value']:.2f}"
     # A build without results still answers every fact the other build has, with "n/a",
     # so that a paper drawn from one build renders (and says what is missing).
+    # The level-width experiment's peak widths: settings, not measurements (quoted so that
+    # the prose follows a change of ctrie.nodes.LEAF_MAX).
+    out["leaf_max"] = f"{LEAF_MAX:,}"
+    out["leaf_peaks"] = " and ".join(f"{w:,}" for w in LEAF_PEAKS)
     for target in TARGETS:
         for tag in ("gil", "ft"):
             out.setdefault(f"{tag}_target_{target.key}", "n/a")
