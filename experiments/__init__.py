@@ -14,7 +14,7 @@ It reproduces the experiments of *Fast Topic Matching* and *Breaking and Enterin
 - ``contention``, ``ownership``, ``starvation``: sharing a matcher between threads;
 - ``sharing``: why sharing costs: shared vs one matcher per thread built by its reader, at
   several write shares, with ablations, event counters and a round-length sweep;
-- ``level_width``: one write and one lookup under 1 to 131,072 sibling inboxes, and one
+- ``level_width``: one write and one lookup under 1 to 110,000 sibling inboxes, and one
   write to a pattern of as many subscribers;
 - ``primitives``: cost of the atomic and locking primitives the matchers are built on;
 - ``charts`` and ``summary``: figures and the target-ratio table, from result files only;

@@ -65,7 +65,7 @@ _HELP = {
                "reader, write shares, gc, ablations, re-walk and CAS-failure counters",
     "ownership": "one thread's lookups on a matcher it built vs one another thread built",
     "starvation": "one reader's lookups per second beside one writer (CS-trie, LockedTrie)",
-    "level_width": "one subscribe+unsubscribe, and one lookup, under 1 to 131,072 sibling "
+    "level_width": "one subscribe+unsubscribe, and one lookup, under 1 to 110,000 sibling "
                    "inboxes; one subscribe+unsubscribe on a pattern of as many subscribers "
                    "(CS-trie, LockedTrie)",
     "primitives": "cost of AtomicRef, threading.Lock, RWLock and atomics operations",

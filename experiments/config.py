@@ -12,17 +12,21 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from ctrie.nodes import FANOUT, LEAF_MAX
-
 __all__ = ["LEAF_PEAKS", "SIZES", "Size"]
 
-#: The widths at which the CS-trie's word level holds its fullest leaves on average: ``LEAF_MAX``
-#: words a leaf under one hash level (4,096) and under two (131,072). A write copies its
-#: leaf, so its cost rises with the width up to each of these and drops after the next split:
-#: a sawtooth. The round widths fall in its troughs (10,000 words: about 10 a leaf), so the
-#: level-width experiment measures these peaks beside them, and its worst case is in the
-#: table (see ctrie.nodes).
-LEAF_PEAKS = (LEAF_MAX * FANOUT, LEAF_MAX * FANOUT ** 2)
+#: The widths near which a write under the CS-trie's word level copies the most. A write
+#: copies the leaf its word lands in, so its cost over the width is a sawtooth: the leaves
+#: fill up to ``LEAF_MAX`` (128) words, then split on 5 more hash bits (ctrie.nodes). The
+#: 32 hash slices of a level fill unevenly (about +-11 words around the mean), so the first
+#: ones split well before the mean reaches 128, and at ``LEAF_MAX * 32**k`` about half have:
+#: the fullest point comes at about 0.85 of that width, not at it. Found by building the level (the mean size of the leaf a
+#: fresh inbox lands in, PYTHONHASHSEED 1 to 3): 103-109 words at 3,300-3,700 and 104-106 at
+#: 110,000-115,000, against 68-71 at 4,096 and 62-66 at 131,072 (half the slices split, most
+#: into leaves of 4), 31 at 1,000, 10 at 10,000 and 97 at 100,000. So 1,000 and 10,000 sit
+#: in the sawtooth's troughs and 100,000 near its second peak. tests/test_level_width.py
+#: checks these widths against the trie itself, so a change of ``LEAF_MAX`` that moves the
+#: peaks fails there until this is updated.
+LEAF_PEAKS = (3_500, 110_000)
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ WORK: dict[str, tuple[str, ...]] = {
                 "size.sharing_write_shares"),
     "ownership": ("algorithms",),
     "starvation": ("algorithms",),
-    "level_width": ("algorithms",),
+    "level_width": ("algorithms", "size.width_levels"),
     "primitives": ("method",),
     "compare": ("algorithms", "dialect", "workload", "threads", "write_shares", "rounds", "ops"),
 }
@@ -44,7 +44,7 @@ _LABELS = {"size.scaling_threads": "--threads", "size.sharing_threads": "--threa
            "size.sharing_ops": "--round-ops", "size.sharing_write_shares": "--write-shares",
            "threads": "--threads", "write_shares": "--write-shares", "rounds": "--rounds",
            "ops": "--ops", "method": "--method", "dialect": "--dialect",
-           "scaling_layout": "cells"}
+           "scaling_layout": "cells", "size.width_levels": "widths"}
 
 
 def _value(run: dict[str, Any], key: str, compared: bool = True) -> Any:

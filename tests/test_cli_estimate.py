@@ -94,3 +94,20 @@ def test_a_scaling_run_from_before_the_owner_built_cells_is_not_comparable(tmp_p
     ok_or_fail(proc)
     line = _estimate_line(proc.stderr)
     assert "not comparable" in line and "cells unknown" in line and "about" not in line, line
+
+
+def test_a_level_width_run_of_other_widths_is_not_comparable(tmp_path):
+    """The widths set level_width's work (the full size gained the leaf peaks, the widest
+    of them its costliest width): a run file of other widths must not be the estimate."""
+    import json
+
+    args = ("level_width", "--smoke", "--algorithms", "cstrie", "--out", str(tmp_path))
+    ok_or_fail(cli(*args))
+    (run_file,) = tmp_path.glob("*/run-*.json")
+    data = json.loads(run_file.read_text())
+    data["size"]["width_levels"] = [1, 100]
+    run_file.write_text(json.dumps(data))
+    proc = cli(*args)
+    ok_or_fail(proc)
+    line = _estimate_line(proc.stderr)
+    assert "not comparable" in line and "widths 1,100" in line and "about" not in line, line

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from experiments.config import SIZES
+from experiments.config import LEAF_PEAKS, SIZES
 from experiments.env import Run
 from experiments.measure import level_width
 from experiments.records import load
@@ -42,3 +42,35 @@ def test_a_failing_matcher_fails_only_its_own_cells(tmp_path, monkeypatch, break
         else:
             assert r["status"] == "ok" and len(r["values"]) == SIZES["smoke"].width_rounds, r
     assert {r["workload"] for r in recs} == set(level_width.WORKLOADS)
+
+
+def _landing_leaf(m, probes: int = 2000) -> float:
+    """The mean number of words in the leaf of ``_INBOX`` that a fresh inbox lands in (0
+    where its hash slice has no kid yet): what a write under the level copies."""
+    from ctrie.nodes import KID_MASK
+
+    top = m._root.get().main.get().branches["_INBOX"].inode
+    total = 0
+    for j in range(probes):
+        w = f"fresh{j}"
+        c = top.main.get()
+        while c is not None and c.kids is not None:
+            kid = c.kids[(hash(w) >> c.shift) & KID_MASK]
+            c = None if kid is None else kid.main.get()
+        total += 0 if c is None else len(c.branches)
+    return total / probes
+
+
+@pytest.mark.parametrize("peak", LEAF_PEAKS)
+def test_the_leaf_peaks_are_where_a_fresh_inbox_meets_the_fullest_leaf(peak):
+    # The widths the experiment measures as the sawtooth's peaks (experiments.config): a
+    # fifth narrower and a fifth wider, a fresh inbox lands in emptier leaves. Untimed: it
+    # counts words. At LEAF_MAX * 32**k itself (4,096; 131,072) about half the hash slices
+    # have split already, so those widths fail here.
+    from ctrie import CSTrie
+    from ctrie.nodes import LEAF_MAX
+
+    sizes = {w: _landing_leaf(level_width.build(lambda: CSTrie("nats"), w))
+             for w in (peak * 4 // 5, peak, peak * 6 // 5)}
+    assert sizes[peak] == max(sizes.values()), sizes
+    assert sizes[peak] > 0.75 * LEAF_MAX, sizes  # near full, not merely a local bump

@@ -9,7 +9,7 @@ variants with other leaf sizes (``ctrie.nodes.LEAF_MAX``), to find the crossover
 flat level and a hash-split one. With ``--json`` it writes the records (with the
 environment, see tools/benchenv.py) for charts.
 
-    python tools/level_width.py --widths 1,100,1000,10000,100000 --leaf 8,32,128
+    python tools/level_width.py --widths 1,100,1000,3500,10000,100000,110000 --leaf 8,32,128
 """
 
 from __future__ import annotations
@@ -33,13 +33,14 @@ from ctrie import CSTrie  # noqa: E402
 from ctrie import nodes as _nodes  # noqa: E402
 
 LEAF_MAX = getattr(_nodes, "LEAF_MAX", None)  # None: a checkout from before hash levels
+from experiments.config import SIZES  # noqa: E402
 from experiments.measure.level_width import build, ops_for, time_lookups, time_writes  # noqa: E402  (the harness's method)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--widths", default="1,100,1000,4096,10000,100000,131072",
-                    help="4,096 and 131,072: the leaf peaks of LEAF_MAX 128 (experiments.config)")
+    ap.add_argument("--widths", default=",".join(map(str, SIZES["full"].width_levels)),
+                    help="default: the full run's, with the leaf peaks (experiments.config)")
     ap.add_argument("--leaf", default="", help="extra CSTrie leaf sizes, e.g. 8,128")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--ops", type=int, default=2000)

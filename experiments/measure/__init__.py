@@ -16,7 +16,7 @@
 ``sharing``        why sharing costs: shared vs own-built per thread, ablations, counters
 ``ownership``      one thread's lookups on a matcher it built vs one another thread built
 ``starvation``     one reader's lookups beside one writer
-``level_width``    one write and one lookup under 1 to 131,072 sibling inboxes; one write
+``level_width``    one write and one lookup under 1 to 110,000 sibling inboxes; one write
                   to a pattern of as many subscribers
 ``compare``        the matchers on a workload given as files (``compare`` command)
 =================  =====================================================================

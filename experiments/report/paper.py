@@ -219,7 +219,8 @@ def facts(records: list[Record], builds: list[str]) -> dict[str, str]:
             if "inverted_bitmap" in mem and "optimized_bitmap" in mem else "n/a")
         # level width: CS-trie / LockedTrie write cost at the narrowest and widest levels
         lw = width_writes(records, b)
-        both = sorted(w for a, w in lw if a == "cstrie" and ("locked_trie_nocache", w) in lw)
+        both = sorted(w for a, w in lw if a == "cstrie" and ("locked_trie_nocache", w) in lw
+                      and lw[("locked_trie_nocache", w)]["median"])
         ratio = {w: lw[("cstrie", w)]["median"] / lw[("locked_trie_nocache", w)]["median"]
                  for w in both}
         # (The worst width need not be the widest: the CS-trie's cost is a sawtooth over
@@ -262,10 +263,13 @@ def facts(records: list[Record], builds: list[str]) -> dict[str, str]:
             out[f"{tag}_target_{row['target']}"] = f"{row['value']:.2f}"
     # A build without results still answers every fact the other build has, with "n/a",
     # so that a paper drawn from one build renders (and says what is missing).
-    # The level-width experiment's peak widths: settings, not measurements (quoted so that
-    # the prose follows a change of ctrie.nodes.LEAF_MAX).
+    # The level-width experiment's peak widths (experiments.config.LEAF_PEAKS) that the
+    # records hold, in any build: a run from before they were chosen, or of a size that
+    # does not reach them, has fewer or none.
+    measured = {w for b in builds for _, w in width_writes(records, b)}
+    peaks = [f"{w:,}" for w in LEAF_PEAKS if w in measured]
     out["leaf_max"] = f"{LEAF_MAX:,}"
-    out["leaf_peaks"] = " and ".join(f"{w:,}" for w in LEAF_PEAKS)
+    out["leaf_peaks"] = " and ".join(peaks) if peaks else "none"
     for target in TARGETS:
         for tag in ("gil", "ft"):
             out.setdefault(f"{tag}_target_{target.key}", "n/a")
