@@ -217,7 +217,8 @@ def facts(records: list[Record], builds: list[str]) -> dict[str, str]:
         out[f"{tag}_inverted_over_optimized_memory"] = (
             f"{mem['inverted_bitmap'] / mem['optimized_bitmap']:.2f}"
             if "inverted_bitmap" in mem and "optimized_bitmap" in mem else "n/a")
-        # level width: CS-trie / LockedTrie write cost at the narrowest and widest levels
+        # level width: CS-trie / LockedTrie write cost at the narrowest, widest and worst
+        # levels
         lw = width_writes(records, b)
         both = sorted(w for a, w in lw if a == "cstrie" and ("locked_trie_nocache", w) in lw
                       and lw[("locked_trie_nocache", w)]["median"])
@@ -261,8 +262,6 @@ def facts(records: list[Record], builds: list[str]) -> dict[str, str]:
         if row.get("value") is not None:
             tag = build_tag(records, row["build"])
             out[f"{tag}_target_{row['target']}"] = f"{row['value']:.2f}"
-    # A build without results still answers every fact the other build has, with "n/a",
-    # so that a paper drawn from one build renders (and says what is missing).
     # The level-width experiment's peak widths (experiments.config.LEAF_PEAKS) that the
     # records hold, in any build: a run from before they were chosen, or of a size that
     # does not reach them, has fewer or none.
@@ -270,6 +269,8 @@ def facts(records: list[Record], builds: list[str]) -> dict[str, str]:
     peaks = [f"{w:,}" for w in LEAF_PEAKS if w in measured]
     out["leaf_max"] = f"{LEAF_MAX:,}"
     out["leaf_peaks"] = " and ".join(peaks) if peaks else "none"
+    # A build without results still answers every fact the other build has, with "n/a",
+    # so that a paper drawn from one build renders (and says what is missing).
     for target in TARGETS:
         for tag in ("gil", "ft"):
             out.setdefault(f"{tag}_target_{target.key}", "n/a")
