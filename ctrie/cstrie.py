@@ -364,9 +364,11 @@ class CSTrie(Generic[S]):
             branches = {t[k - 1]: Branch(new, old_b)}  # type: ignore[arg-type]
         else:  # the old pattern is a prefix of the new one: the new one goes on below
             branches = {t[k - 1]: Branch(sn.subs, SNode(rest[k:], new, single, multi))}
-        inode = INode(CNode(branches, single, multi), gen)
+        # Pair counts given, not recounted (CNode.npairs): the parting level holds both
+        # patterns' subscribers, ``sn``'s and the new one; the levels above hold none.
+        inode = INode(CNode(branches, single, multi, npairs=len(sn.subs) + 1), gen)
         for j in range(k - 2, -1, -1):
-            inode = INode(CNode({t[j]: Branch(EMPTY, inode)}, single, multi), gen)
+            inode = INode(CNode({t[j]: Branch(EMPTY, inode)}, single, multi, npairs=0), gen)
         return inode
 
     def _insert(self, root: INode, words: list[str],
@@ -466,9 +468,11 @@ class CSTrie(Generic[S]):
                     # Another pattern: expand the S-node into fresh I-nodes down to where
                     # the two patterns part, with the new pattern already in them, and
                     # publish both with one GCAS (the linearization point; one pair more).
+                    # (This level's own count loses the S-node's subscribers, which move
+                    # into the new I-nodes; ``delta`` counts the one new pair.)
                     nb = Branch(bsubs, self._expanded_with(child, rest, subscriber, startgen))
-                    return (None if GCAS(inode, m, m.updated(w, nb, single, multi), self, delta=1)
-                            else _RESTART)
+                    nm = m.updated(w, nb, single, multi, m.npairs - len(child.subs))
+                    return None if GCAS(inode, m, nm, self, delta=1) else _RESTART
                 # (Leaves of one word: the two words may need a split.) Expand the S-node
                 # alone: the stored patterns are unchanged by this GCAS, so it needs no
                 # linearization point of its own (``neutral``: it moves the S-node's pairs
@@ -772,7 +776,8 @@ class CSTrie(Generic[S]):
         sn = tm.sn
         if b.subs or sn is not None:
             # (``replaced``: the word's own set, if it becomes the value alone, is copied.)
-            npm = pm.updated(word, replaced(b, b.subs, sn), single, multi)
+            # (The tomb's pairs, its S-node's, join the parent's own count.)
+            npm = pm.updated(word, replaced(b, b.subs, sn), single, multi, pm.npairs + tm.npairs)
         elif len(pm.branches) > 1 or parent_is_root or pm.kids is not None:
             npm = pm.removed(word, single, multi)
         else:
