@@ -19,13 +19,13 @@ __all__ = ["LEAF_PEAKS", "SIZES", "Size"]
 #: fill up to ``LEAF_MAX`` (128) words, then split on 5 more hash bits (ctrie.nodes). The
 #: 32 hash slices of a level fill unevenly (about +-11 words around the mean), so the first
 #: ones split well before the mean reaches 128, and at ``LEAF_MAX * 32**k`` about half have:
-#: the fullest point comes at about 0.85 of that width, not at it. Found by building the level (the mean size of the leaf a
-#: fresh inbox lands in, PYTHONHASHSEED 1 to 3): 103-109 words at 3,300-3,700 and 104-106 at
-#: 110,000-115,000, against 68-71 at 4,096 and 62-66 at 131,072 (half the slices split, most
-#: into leaves of 4), 31 at 1,000, 10 at 10,000 and 97 at 100,000. So 1,000 and 10,000 sit
-#: in the sawtooth's troughs and 100,000 near its second peak. tests/test_level_width.py
-#: checks these widths against the trie itself, so a change of ``LEAF_MAX`` that moves the
-#: peaks fails there until this is updated.
+#: the fullest point comes at about 0.85 of that width, not at it. Found by building the
+#: level (the mean size of the leaf a fresh inbox lands in, PYTHONHASHSEED 1 to 3): 103-109
+#: words at 3,300-3,700 and 104-106 at 110,000-115,000, against 68-71 at 4,096 and 62-66 at
+#: 131,072 (half the slices split, most into leaves of 4), 31 at 1,000, 10 at 10,000 and 97
+#: at 100,000. So 1,000 and 10,000 sit in the sawtooth's troughs and 100,000 near its
+#: second peak. tests/test_level_width.py checks these widths against the trie itself, so a
+#: change of ``LEAF_MAX`` that moves the peaks fails there until this is updated.
 LEAF_PEAKS = (3_500, 110_000)
 
 

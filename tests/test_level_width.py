@@ -47,7 +47,7 @@ def test_a_failing_matcher_fails_only_its_own_cells(tmp_path, monkeypatch, break
 def _landing_leaf(m, probes: int = 2000) -> float:
     """The mean number of words in the leaf of ``_INBOX`` that a fresh inbox lands in (0
     where its hash slice has no kid yet): what a write under the level copies."""
-    from ctrie.nodes import KID_MASK
+    from ctrie.nodes import kid_index
 
     top = m._root.get().main.get().branches["_INBOX"].inode
     total = 0
@@ -55,7 +55,7 @@ def _landing_leaf(m, probes: int = 2000) -> float:
         w = f"fresh{j}"
         c = top.main.get()
         while c is not None and c.kids is not None:
-            kid = c.kids[(hash(w) >> c.shift) & KID_MASK]
+            kid = c.kids[kid_index(c, w)]
             c = None if kid is None else kid.main.get()
         total += 0 if c is None else len(c.branches)
     return total / probes

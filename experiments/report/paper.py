@@ -154,6 +154,7 @@ def spark_facts(root: Path | None) -> dict[str, str]:
 def facts(records: list[Record], builds: list[str]) -> dict[str, str]:
     """Single numbers the prose quotes, by name (``{{fact:name}}`` in the template)."""
     out: dict[str, str] = {}
+    measured: set[int] = set()  # the level-width experiment's widths, in any build
     for b in builds:
         tag = build_tag(records, b)
         rs = run_cells(records, "contention", b)
@@ -220,6 +221,7 @@ def facts(records: list[Record], builds: list[str]) -> dict[str, str]:
         # level width: CS-trie / LockedTrie write cost at the narrowest, widest and worst
         # levels
         lw = width_writes(records, b)
+        measured.update(w for _, w in lw)
         both = sorted(w for a, w in lw if a == "cstrie" and ("locked_trie_nocache", w) in lw
                       and lw[("locked_trie_nocache", w)]["median"])
         ratio = {w: lw[("cstrie", w)]["median"] / lw[("locked_trie_nocache", w)]["median"]
@@ -263,9 +265,8 @@ def facts(records: list[Record], builds: list[str]) -> dict[str, str]:
             tag = build_tag(records, row["build"])
             out[f"{tag}_target_{row['target']}"] = f"{row['value']:.2f}"
     # The level-width experiment's peak widths (experiments.config.LEAF_PEAKS) that the
-    # records hold, in any build: a run from before they were chosen, or of a size that
-    # does not reach them, has fewer or none.
-    measured = {w for b in builds for _, w in width_writes(records, b)}
+    # records hold (``measured``, gathered above): a run from before they were chosen, or
+    # of a size that does not reach them, has fewer or none.
     peaks = [f"{w:,}" for w in LEAF_PEAKS if w in measured]
     out["leaf_max"] = f"{LEAF_MAX:,}"
     out["leaf_peaks"] = " and ".join(peaks) if peaks else "none"
