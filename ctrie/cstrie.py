@@ -335,9 +335,13 @@ class CSTrie(Generic[S]):
         single, multi = self._single, self._multi
         # (``sn.subs`` as a bare value: new to these fresh I-nodes.)
         b: Value = sn.subs if k == len(t) else SNode(t[k:], sn.subs, single, multi)
+        # Pair counts given, as in _expanded_with: the lowest level holds ``sn``'s
+        # subscribers, the levels above none.
+        npairs = len(sn.subs)
         for j in range(k - 1, -1, -1):
-            inode = INode(CNode({t[j]: b}, single, multi), gen)
+            inode = INode(CNode({t[j]: b}, single, multi, npairs=npairs), gen)
             b = Branch(EMPTY, inode)
+            npairs = 0
         return inode
 
     def _expanded_with(self, sn: SNode, rest: list[str], subscriber: Hashable,
@@ -478,7 +482,8 @@ class CSTrie(Generic[S]):
                 # linearization point of its own (``neutral``: it moves the S-node's pairs
                 # out of this level without changing the count); then read this level again.
                 nb = Branch(bsubs, self._expanded(child, rest, startgen))
-                if GCAS(inode, m, m.updated(w, nb, single, multi), self, neutral=True):
+                nm = m.updated(w, nb, single, multi, m.npairs - len(child.subs))
+                if GCAS(inode, m, nm, self, neutral=True):
                     continue
                 return _RESTART
             if child.gen is not startgen:

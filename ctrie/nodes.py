@@ -298,8 +298,8 @@ class CNode(MainNode):
         branches = self.branches.copy()
         lit, wc = self.lit, self.wc
         # (The trie's writes pass ``npairs``, those that move pairs between levels too: an
-        # S-node's expansion, a tomb's S-node taken up. This count is for the rest: the
-        # expansion of a trie of one-word leaves, and callers that do not know it.)
+        # S-node's expansion, a tomb's S-node taken up. This count is for callers that do
+        # not know it.)
         n = (self.npairs + _pairs(branch) - (_pairs(branches[word]) if word in branches else 0)
              if npairs is None else npairs)
         if child_added or word not in branches:
