@@ -21,8 +21,9 @@ import pytest
 from matchers import IDS, REGISTRY
 from strategies import DIALECTS
 
-from ctrie import Dialect
+from ctrie import CSTrie, Dialect, nodes
 from ctrie._ftdict import AVOIDED
+from ctrie.nodes import SMALL_COPY_MAX
 
 PATTERNS = {
     Dialect.NATS: ["a.b.c", "a.*.c", "a.>", "x.y", "a.b", "*.b.*", "a.b.c.d.e"],
@@ -103,3 +104,44 @@ def test_hot_paths_avoid_slow_dict_methods(spec, dialect):
 
     bad = traced(hot)
     assert not bad, f"{spec.name} ({dialect.value}) calls {sorted(AVOIDED)} on its hot paths:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS, ids=lambda d: d.value)
+def test_cstrie_copies_small_levels_without_dict_copy_on_a_free_threaded_build(dialect,
+                                                                              monkeypatch):
+    """On 3.13t, ``dict.copy()`` of a small dict that deletions left sparse takes about
+    16 us (``tools/ft_dict_get.py --copy``), and every unsubscribe leaves one: so a
+    free-threaded build's CS-trie copies a level of at most ``SMALL_COPY_MAX`` words with
+    ``{**d}`` (``ctrie.nodes``). Counted, not timed, on both builds: the build test is
+    forced on. A level past the limit must still be seen copied with ``copy()``, so that
+    the count is known to see copies at all."""
+    monkeypatch.setattr(nodes, "_FT_BUILD", True)
+    sep = "/" if dialect is Dialect.MQTT else "."
+    single = "+" if dialect is Dialect.MQTT else "*"
+    trie = CSTrie(dialect)
+    model: dict[str, set[int]] = {}
+    wide = [f"wide{sep}w{i}" for i in range(SMALL_COPY_MAX + 8)]
+    small = [f"a{sep}b", f"a{sep}c", f"a{sep}{single}", f"x{sep}y", f"a{sep}b{sep}c"]
+    for i, p in enumerate(wide + small):
+        trie.subscribe(p, i)
+        model.setdefault(p, set()).add(i)
+    copied: list[int] = []  # the size of every dict copied with dict.copy()
+
+    def profile(frame, event, arg):
+        if event == "c_call" and getattr(arg, "__qualname__", "") == "dict.copy":
+            copied.append(len(arg.__self__))
+
+    sys.setprofile(profile)
+    try:
+        for r in range(3):
+            for p in small + [wide[0], f"wide{sep}new"]:
+                trie.subscribe(fresh(p), ("churn", r))
+                assert trie.unsubscribe(fresh(p), ("churn", r))
+            trie.subscribe(fresh(f"a{sep}new{r}"), "kept")
+            model[f"a{sep}new{r}"] = {"kept"}
+    finally:
+        sys.setprofile(None)
+    assert not [n for n in copied if n <= SMALL_COPY_MAX], copied
+    assert [n for n in copied if n > SMALL_COPY_MAX], "no copy() seen at the wide level"
+    trie.check()
+    assert {p: set(s) for p, s in trie.subscriptions().items()} == model
