@@ -59,14 +59,14 @@ LEAF_MAX = 128
 #: On a free-threaded build a C-node's word dict of at most this many entries is copied with
 #: ``{**d}``, not ``d.copy()``. On 3.13t, ``d.copy()`` of a small dict that deletions have
 #: left sparse (one entry after two insert-and-delete rounds) takes about 16 us, single-
-#: threaded (``tools/ft_dict_get.py --copy``; ``ctrie/_ftdict.py``), and a narrow level's
-#: copy-on-write writes make such dicts every few writes: copy, insert and copy, delete
-#: cost about 8.5 us a pair at one entry against 0.34 with ``{**d}``; the two meet at 32
-#: entries (1.2 to 1.3 us), and at 128 ``copy()`` is cheaper (1.7 against 4.0 us), so wide
-#: leaves keep it. Readers paid too: a forking reader beside a writer of its level (3.13t)
-#: spent 10.8 us a validation with ``copy()``, 4.8 with ``{**d}``; its first read of the
-#: writer's new dict waited about 16 us in a third of them. The GIL build has neither:
-#: ``copy()`` always.
+#: threaded (``ctrie/_ftdict.py``), and a narrow level's copy-on-write writes make such
+#: dicts every few writes: copying and inserting, then copying and deleting, cost about
+#: 8 us a pair at one entry against 0.3 with ``{**d}`` (``tools/ft_dict_get.py --copy``);
+#: the two meet at 32 to 40 entries, and at 128 ``copy()`` is cheaper (1.6 against 3.6 us),
+#: so wider leaves keep it. Where writes only replace values (no dict goes sparse),
+#: ``{**d}`` costs about 0.1 us more a pair. Chosen by the build, not by whether the GIL
+#: runs: 3.13t with ``PYTHON_GIL=1`` is as slow. The GIL build keeps ``copy()``, the
+#: cheapest there at every size. 3.14t is not measured: rerun the tool there.
 SMALL_COPY_MAX = 32
 _FT_BUILD = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
 FANOUT_BITS = 5

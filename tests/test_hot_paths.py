@@ -113,16 +113,19 @@ def test_cstrie_copies_small_levels_without_dict_copy_on_a_free_threaded_build(d
     16 us (``tools/ft_dict_get.py --copy``), and every unsubscribe leaves one: so a
     free-threaded build's CS-trie copies a level of at most ``SMALL_COPY_MAX`` words with
     ``{**d}`` (``ctrie.nodes``). Counted, not timed, on both builds: the build test is
-    forced on. A level past the limit must still be seen copied with ``copy()``, so that
-    the count is known to see copies at all."""
+    forced on. Both builders (a subscribe's ``updated``, an unsubscribe's ``removed``)
+    write small levels here, and levels of exactly ``SMALL_COPY_MAX`` words (``{**d}``)
+    and one word more (``copy()``, which must be seen, so that the count is known to see
+    copies at all)."""
     monkeypatch.setattr(nodes, "_FT_BUILD", True)
     sep = "/" if dialect is Dialect.MQTT else "."
     single = "+" if dialect is Dialect.MQTT else "*"
     trie = CSTrie(dialect)
-    model: dict[str, set[int]] = {}
-    wide = [f"wide{sep}w{i}" for i in range(SMALL_COPY_MAX + 8)]
+    model: dict[str, set[object]] = {}
+    edge = [f"edge{sep}w{i}" for i in range(SMALL_COPY_MAX)]
+    wide = [f"wide{sep}w{i}" for i in range(SMALL_COPY_MAX + 1)]
     small = [f"a{sep}b", f"a{sep}c", f"a{sep}{single}", f"x{sep}y", f"a{sep}b{sep}c"]
-    for i, p in enumerate(wide + small):
+    for i, p in enumerate(edge + wide + small):
         trie.subscribe(p, i)
         model.setdefault(p, set()).add(i)
     copied: list[int] = []  # the size of every dict copied with dict.copy()
@@ -134,14 +137,28 @@ def test_cstrie_copies_small_levels_without_dict_copy_on_a_free_threaded_build(d
     sys.setprofile(profile)
     try:
         for r in range(3):
-            for p in small + [wide[0], f"wide{sep}new"]:
+            # Another subscriber of an existing word (updated), and a word that comes and
+            # goes (updated, then removed), at every level.
+            for p in small + [edge[0], wide[0], f"a{sep}new{r}", f"edge{sep}new{r}",
+                              f"wide{sep}new{r}"]:
                 trie.subscribe(fresh(p), ("churn", r))
                 assert trie.unsubscribe(fresh(p), ("churn", r))
-            trie.subscribe(fresh(f"a{sep}new{r}"), "kept")
-            model[f"a{sep}new{r}"] = {"kept"}
+            trie.subscribe(fresh(f"x{sep}kept{r}"), "kept")
+            model[f"x{sep}kept{r}"] = {"kept"}
     finally:
         sys.setprofile(None)
     assert not [n for n in copied if n <= SMALL_COPY_MAX], copied
-    assert [n for n in copied if n > SMALL_COPY_MAX], "no copy() seen at the wide level"
+    assert SMALL_COPY_MAX + 1 in copied, f"no copy() seen at the wider level: {copied}"
     trie.check()
     assert {p: set(s) for p, s in trie.subscriptions().items()} == model
+
+
+def test_the_free_threaded_copy_is_chosen_by_the_build():
+    """The small-level copy is chosen by the build, not by whether the GIL runs: 3.13t with
+    ``PYTHON_GIL=1`` still has the slow ``dict.copy()`` (measured), so ``_FT_BUILD`` is
+    ``Py_GIL_DISABLED``. A GIL build never has it; a free-threaded one, run free-threaded
+    (as the suite's free-threaded layer is), always does."""
+    if not hasattr(sys, "_is_gil_enabled"):  # before 3.13: no free-threaded build
+        assert not nodes._FT_BUILD
+    elif not sys._is_gil_enabled():
+        assert nodes._FT_BUILD

@@ -21,8 +21,8 @@ the creating thread, while ``k in d`` followed by ``d[k]`` does not. A profile p
 insert a key, copy that and delete the key, over and over, copying with ``d.copy()``,
 ``{**d}`` or ``dict(d.items())``. On 3.13.15t ``d.copy()`` of a small dict that deletions
 have left sparse (one entry after two insert-and-delete rounds; three entries after five)
-took about 16.5 us where the others take tens of nanoseconds, so the pattern cost 8.6 us a
-pair at one entry against 0.33 with ``{**d}``; the two met at 32 entries, and at 128
+took about 16 us where the others take tens of nanoseconds, so the pattern cost about 8 us
+a pair at one entry against 0.3 with ``{**d}``; the two met at 32 to 40 entries, and at 128
 ``d.copy()`` was the cheaper. On the GIL build ``d.copy()`` is the cheapest at every size.
 """
 
