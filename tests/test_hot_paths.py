@@ -10,6 +10,10 @@ in :data:`ctrie._ftdict.AVOIDED`. It runs on both builds (the calls are the same
 The traced operations run in a worker thread on a matcher the main thread built, as the
 harness does, with topic and pattern strings made fresh (``str.split`` copies), so that a
 future idiom that only fails for non-owners would be exercised too.
+
+The second pathology of ``ctrie._ftdict``, ``dict.copy()`` of a small sparse dict, is a
+matter of size, not of the method alone (wide levels keep ``copy()``): the last tests count
+the CS-trie's copies by size.
 """
 
 from __future__ import annotations
