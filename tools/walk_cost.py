@@ -25,9 +25,13 @@ the same child so that their ratio comes from one run:
 
 Prints the interpreter, GIL state, CPU count, commit of each tree and seed, then per case the
 median time per lookup with min-max over the rounds and the median CSTrie / LockedTrie ratio.
-``--json FILE`` also writes all of it.
+``--leaf N`` adds a CSTrie whose levels split past N words instead of ``LEAF_MAX`` (the
+trade-off of ``tools/level_width.py --leaf``: the hot population's root of 1,001 words is
+one flat level at N >= 1,001, a top and a kid below that). ``--json FILE`` also writes all
+of it.
 
     python tools/walk_cost.py --tree /tmp/before --tree . [--rounds 5] [--cases hot,stock]
+    python tools/walk_cost.py --cases hot --leaf 1024
 """
 
 from __future__ import annotations
@@ -62,7 +66,7 @@ def _per_lookup(m, topics: list[str], budget: float = 0.2) -> float:
             return el / (passes * len(topics))
 
 
-def child(tree: str, seed: int, cases: str) -> dict:
+def child(tree: str, seed: int, cases: str, leaf: int = 0) -> dict:
     """One round on the ``ctrie`` and ``baselines`` of ``tree``; returns seconds per lookup."""
     sys.path.insert(0, tree)
     import random
@@ -85,7 +89,10 @@ def child(tree: str, seed: int, cases: str) -> dict:
             return
         if patterns and type(patterns[0]) is str:
             patterns = [(p, i) for i, p in enumerate(patterns)]
-        for name, m in (("CSTrie", CSTrie(dialect)), ("LockedTrie", LockedTrie(dialect, cache=False))):
+        matchers = [("CSTrie", CSTrie(dialect)), ("LockedTrie", LockedTrie(dialect, cache=False))]
+        if leaf and hasattr(ctrie.nodes, "LEAF_MAX"):  # (a tree from before hash levels: none)
+            matchers.append(("CSTrie(leaf)", CSTrie(dialect, _leaf_max=leaf)))
+        for name, m in matchers:
             for p, i in patterns:
                 m.subscribe(p, i)
             out[f"{case}/{name}"] = _per_lookup(m, topics)
@@ -130,21 +137,26 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=20261123)
     ap.add_argument("--cases", default="", help="only the cases starting with one of these "
                     "comma-separated names (e.g. hot,stock,dense)")
+    ap.add_argument("--leaf", type=int, default=0,
+                    help="also a CSTrie whose levels split past this many words")
     ap.add_argument("--json", help="also write the results here")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.leaf < 0:
+        ap.error(f"--leaf must be a positive number of words, not {args.leaf}")
     if args.child:
-        print(json.dumps(child(args.child, args.seed, args.cases)))
+        print(json.dumps(child(args.child, args.seed, args.cases, args.leaf)))
         return
     trees = args.tree or [str(ROOT)]
-    env = environment(trees, seed=args.seed, rounds=args.rounds)
+    env = environment(trees, seed=args.seed, rounds=args.rounds, leaf=args.leaf or None)
     print(f"{headline(env)}, seed {args.seed}, {args.rounds} rounds")
     results: dict[str, list[dict]] = {tree: [] for tree in trees}
     for r in range(args.rounds):
         for tree in trees:  # interleaved, so that a load change hits every tree alike
             print(f"  round {r + 1}/{args.rounds}: {tree}", file=sys.stderr, flush=True)
             proc = subprocess.run([sys.executable, __file__, "--child", tree, "--seed",
-                                   str(args.seed + r), "--cases", args.cases], capture_output=True, text=True, check=True)
+                                   str(args.seed + r), "--cases", args.cases, "--leaf", str(args.leaf)],
+                                  capture_output=True, text=True, check=True)
             results[tree].append(json.loads(proc.stdout))
     summary: dict[str, dict[str, dict[str, float]]] = {}
     for tree, rows in results.items():
@@ -160,6 +172,12 @@ def main() -> None:
             print(f"  {case:<18} CSTrie {statistics.median(cs):>10.2f} [{min(cs):.2f}-{max(cs):.2f}]"
                   f"   LockedTrie {statistics.median(lt):>10.2f} [{min(lt):.2f}-{max(lt):.2f}]"
                   f"   ratio {ratio:6.2f}")
+            if f"{case}/CSTrie(leaf)" in rows[0]:
+                lf = [row[f"{case}/CSTrie(leaf)"] * 1e6 for row in rows]
+                lratio = statistics.median(c / x for c, x in zip(lf, lt))
+                summary[tree][case].update(leaf_cstrie_us=statistics.median(lf), leaf_ratio=lratio)
+                print(f"  {'':<11}leaf {args.leaf:<5} CSTrie {statistics.median(lf):>10.2f}"
+                      f" [{min(lf):.2f}-{max(lf):.2f}]   ratio {lratio:6.2f}")
     if args.json:
         Path(args.json).write_text(json.dumps({"env": env, "rounds": results, "summary": summary},
                                               indent=1))
