@@ -43,6 +43,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from benchenv import environment, headline
 
@@ -89,7 +90,8 @@ def child(tree: str, seed: int, cases: str, leaf: int = 0) -> dict:
             return
         if patterns and type(patterns[0]) is str:
             patterns = [(p, i) for i, p in enumerate(patterns)]
-        matchers = [("CSTrie", CSTrie(dialect)), ("LockedTrie", LockedTrie(dialect, cache=False))]
+        matchers: list[tuple[str, Any]] = [("CSTrie", CSTrie(dialect)),
+                                           ("LockedTrie", LockedTrie(dialect, cache=False))]
         if leaf and hasattr(ctrie.nodes, "LEAF_MAX"):  # (a tree from before hash levels: none)
             matchers.append(("CSTrie(leaf)", CSTrie(dialect, _leaf_max=leaf)))
         for name, m in matchers:
