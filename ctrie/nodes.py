@@ -32,7 +32,7 @@ and never touch published ones.
 from __future__ import annotations
 
 import sysconfig
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Optional, Union, final
 
 from cereggii import AtomicRef
@@ -69,6 +69,17 @@ LEAF_MAX = 128
 #: cheapest there at every size. 3.14t is not measured: rerun the tool there.
 SMALL_COPY_MAX = 32
 _FT_BUILD = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
+
+
+def _small_copy(branches: dict[str, Value]) -> dict[str, Value]:
+    """A copy of a C-node's word dict on a free-threaded build (see ``SMALL_COPY_MAX``)."""
+    return {**branches} if len(branches) <= SMALL_COPY_MAX else branches.copy()
+
+
+#: How the builders copy a C-node's word dict, chosen once for the build: ``dict.copy``
+#: itself on a GIL build (no test per write), :func:`_small_copy` on a free-threaded one.
+_copy_branches: Callable[[dict[str, Value]], dict[str, Value]] = (
+    _small_copy if _FT_BUILD else dict.copy)
 FANOUT_BITS = 5
 FANOUT = 1 << FANOUT_BITS
 KID_MASK = FANOUT - 1  #: hash bits at a shift -> kid index (walks inline it)
@@ -309,10 +320,7 @@ class CNode(MainNode):
         caller knows it (a write that adds one pair: ``self.npairs + 1``); else it is
         counted from the old and the new value (``len()`` of a large subscriber set is a
         Python-level call)."""
-        branches = self.branches
-        # (not copy() for a small dict on a free-threaded build: see SMALL_COPY_MAX)
-        branches = ({**branches} if _FT_BUILD and len(branches) <= SMALL_COPY_MAX
-                    else branches.copy())
+        branches = _copy_branches(self.branches)  # (see SMALL_COPY_MAX)
         lit, wc = self.lit, self.wc
         # (The trie's writes pass ``npairs``, those that move pairs between levels too: an
         # S-node's expansion, a tomb's S-node taken up. This count is for callers that do
@@ -332,10 +340,7 @@ class CNode(MainNode):
 
     def removed(self, word: str, single: str, multi: str) -> CNode:
         """A copy without ``word`` (same insertion tokens)."""
-        branches = self.branches
-        # (not copy() for a small dict on a free-threaded build: see SMALL_COPY_MAX)
-        branches = ({**branches} if _FT_BUILD and len(branches) <= SMALL_COPY_MAX
-                    else branches.copy())
+        branches = _copy_branches(self.branches)  # (see SMALL_COPY_MAX)
         b = branches.pop(word)
         # _pairs(b) inlined: this runs on every write
         t = type(b)

@@ -116,12 +116,12 @@ def test_cstrie_copies_small_levels_without_dict_copy_on_a_free_threaded_build(d
     """On 3.13t, ``dict.copy()`` of a small dict that deletions left sparse takes about
     16 us (``tools/ft_dict_get.py --copy``), and every unsubscribe leaves one: so a
     free-threaded build's CS-trie copies a level of at most ``SMALL_COPY_MAX`` words with
-    ``{**d}`` (``ctrie.nodes``). Counted, not timed, on both builds: the build test is
-    forced on. Both builders (a subscribe's ``updated``, an unsubscribe's ``removed``)
+    ``{**d}`` (``ctrie.nodes``). Counted, not timed, on both builds: the free-threaded
+    build's copy is forced in. Both builders (a subscribe's ``updated``, an unsubscribe's ``removed``)
     write small levels here, and levels of exactly ``SMALL_COPY_MAX`` words (``{**d}``)
     and one word more (``copy()``, which must be seen, so that the count is known to see
     copies at all)."""
-    monkeypatch.setattr(nodes, "_FT_BUILD", True)
+    monkeypatch.setattr(nodes, "_copy_branches", nodes._small_copy)
     sep = "/" if dialect is Dialect.MQTT else "."
     single = "+" if dialect is Dialect.MQTT else "*"
     trie = CSTrie(dialect)
@@ -166,3 +166,5 @@ def test_the_free_threaded_copy_is_chosen_by_the_build():
         assert not nodes._FT_BUILD
     elif not sys._is_gil_enabled():
         assert nodes._FT_BUILD
+    # ... and the builders' copy follows the flag.
+    assert (nodes._copy_branches is nodes._small_copy) == nodes._FT_BUILD
