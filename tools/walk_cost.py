@@ -145,7 +145,7 @@ def main() -> None:
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.leaf < 0:
-        ap.error(f"--leaf must be a positive number of words, not {args.leaf}")
+        ap.error(f"--leaf must be a number of words (0: no such variant), not {args.leaf}")
     if args.child:
         print(json.dumps(child(args.child, args.seed, args.cases, args.leaf)))
         return
