@@ -96,7 +96,8 @@ from .protocol import S
 from .rdcss import Root, rdcss_read_root, rdcss_root
 from .cache import CACHE_MAX_ENTRIES, CACHE_SWEEP_TO, ResultCache
 from .size import WINDOWS, SizeCounter
-from .subsets import SUBS_FLAT, Subscribers, SubSet, as_frozenset, with_sub, without_sub
+from .subsets import (SUBS_FLAT, Subscribers, SubSet, as_frozenset, union_of, with_sub,
+                      without_sub)
 from .topics import (EMPTY_KEY_WORD, Dialect, DialectLike, Edge, join_paths, pattern_validator,
                      require_hashable, topic_validator)
 
@@ -188,6 +189,7 @@ class CSTrie(Generic[S]):
         "_version",
         "_quiet",
         "_calm",
+        "_big",
     )
 
     def __new__(cls, dialect: DialectLike = Dialect.NATS, *, cache: bool = False,
@@ -200,7 +202,8 @@ class CSTrie(Generic[S]):
     def __init__(self, dialect: DialectLike = Dialect.NATS, *, cache: bool = False,
                  cache_max: Optional[int] = None, cache_sweep_to: Optional[int] = None,
                  _root: Optional[INode] = None, _readonly: bool = False,
-                 _frozen: Optional[Main] = None, _leaf_max: int = LEAF_MAX) -> None:
+                 _frozen: Optional[Main] = None, _leaf_max: int = LEAF_MAX,
+                 _big: bool = False) -> None:
         if type(cache) is not bool:
             raise TypeError(f"cache must be True or False, got {cache!r}")
         if not cache and (cache_max is not None or cache_sweep_to is not None):
@@ -227,6 +230,11 @@ class CSTrie(Generic[S]):
         # Literal words a level holds in one flat C-node before it splits on their hashes
         # (ctrie.nodes.LEAF_MAX; tests make it tiny so that every test meets hash levels).
         self._leaf_max = _leaf_max
+        # Whether this trie (or the one it was copied from) ever stored a SubSet: then a
+        # lookup's union takes each SubSet as its frozenset (subsets.union_of), which costs
+        # a list per union, so a trie without one does not pay it. Only a matter of speed:
+        # the union is the same either way, so a stale False is harmless.
+        self._big = _big
         self.dialect = d
         self._single = d.single
         self._multi = d.multi
@@ -275,7 +283,7 @@ class CSTrie(Generic[S]):
             return self._copy(readonly=False)
         _, expected = self._swap_root_generation()
         return CSTrie(self.dialect, _root=INode(expected, Gen()), _frozen=expected,
-                      _leaf_max=self._leaf_max, **self._cache_options())
+                      _leaf_max=self._leaf_max, _big=self._big, **self._cache_options())
 
     def read_only_snapshot(self) -> CSTrie[S]:
         """An O(1), consistent, read-only view; ``subscribe``/``unsubscribe`` on it raise
@@ -284,12 +292,12 @@ class CSTrie(Generic[S]):
             return self
         old_root, _ = self._swap_root_generation()
         return CSTrie(self.dialect, _root=old_root, _readonly=True, _leaf_max=self._leaf_max,
-                      **self._cache_options())
+                      _big=self._big, **self._cache_options())
 
     def _copy(self, readonly: bool) -> CSTrie[S]:
         m = gcas_read(self._read_root(), self)
         return CSTrie(self.dialect, _root=INode(m, Gen()), _readonly=readonly, _frozen=m,
-                      _leaf_max=self._leaf_max, **self._cache_options())
+                      _leaf_max=self._leaf_max, _big=self._big, **self._cache_options())
 
     def _cache_options(self) -> dict[str, Any]:
         """The cache settings of this trie, for a snapshot: the same, with a cache of its
@@ -446,6 +454,8 @@ class CSTrie(Generic[S]):
                     subs = with_sub(bsubs, subscriber)
                     if subs is bsubs:
                         return None  # already there: linearizes at the read of m
+                    if type(subs) is SubSet and not self._big:
+                        self._big = True  # (see __init__; stored once: the trie is shared)
                     nb = branch(subs, child)  # (a new set; a child, if any, goes in a Branch)
                 # Linearization point: the commit of this GCAS (one pair more).
                 return (None if GCAS(inode, m, m.updated(w, nb, single, multi, m.npairs + 1), self)
@@ -465,6 +475,8 @@ class CSTrie(Generic[S]):
                     subs = with_sub(child.subs, subscriber)
                     if subs is child.subs:
                         return None  # already there: linearizes at the read of m
+                    if type(subs) is SubSet and not self._big:
+                        self._big = True  # (see __init__; stored once: the trie is shared)
                     nb = branch(bsubs, child.with_subs(subs))  # (a new S-node)
                     return (None if GCAS(inode, m, m.updated(w, nb, single, multi, m.npairs + 1), self)
                             else _RESTART)
@@ -1139,7 +1151,9 @@ class CSTrie(Generic[S]):
                 h = hits[0]  # a branch's own frozenset: immutable, so safe to hand out
                 # (Tested as "a SubSet", which is final, so that a type checker narrows.)
                 return h.frozen() if type(h) is SubSet else h  # SubSet.frozen(): cached once
-            return EMPTY.union(*hits)
+            # A SubSet handed to union() would be iterated and hashed member by member:
+            # union_of takes its frozenset (in a trie that ever stored one: see __init__).
+            return union_of(hits) if self._big else EMPTY.union(*hits)
 
     def _quiet_walk(self, v0: int) -> None:
         """A recorded walk found the window-free content version ``v0`` unchanged (any
@@ -1314,7 +1328,8 @@ class CSTrie(Generic[S]):
             return None  # still changing after the last pass: walk again
         if not hits:
             return EMPTY
-        return as_frozenset(hits[0]) if len(hits) == 1 else EMPTY.union(*hits)
+        return (as_frozenset(hits[0]) if len(hits) == 1 else
+                union_of(hits) if self._big else EMPTY.union(*hits))
 
     def _frozen_lookup(self, topic: str) -> frozenset[Any]:
         """The fallback of a lookup whose validation failed ``_MAX_WALKS`` times: walk a
@@ -1339,7 +1354,8 @@ class CSTrie(Generic[S]):
                 break  # replaced since we read it: frozen at that instant
             if rdcss_root(self, r0, expected, INode(expected, Gen())):
                 break
-        return CSTrie(self.dialect, _root=r0, _readonly=True, _leaf_max=self._leaf_max).lookup(topic)
+        return CSTrie(self.dialect, _root=r0, _readonly=True, _leaf_max=self._leaf_max,
+                      _big=self._big).lookup(topic)
 
     def _tomb_met(self, inode: INode, parent: Optional[INode], root: INode,
                   word: Optional[str]) -> None:
@@ -1425,7 +1441,8 @@ class CSTrie(Generic[S]):
                 self._quiet_walk(v0)  # as in lookup
             if not hits:
                 return EMPTY
-            return as_frozenset(hits[0]) if len(hits) == 1 else EMPTY.union(*hits)
+            return (as_frozenset(hits[0]) if len(hits) == 1 else
+                    union_of(hits) if self._big else EMPTY.union(*hits))
 
     def _walk_amqp(self, root: INode, words: list[str], hits: list[Subscribers],
                    seen: list[Any], rec: bool = True) -> None:

@@ -25,7 +25,8 @@ from typing import Any, Optional, Union, final
 
 _new = object.__new__
 
-__all__ = ["SUBS_FLAT", "SubSet", "Subscribers", "with_sub", "without_sub", "as_frozenset"]
+__all__ = ["SUBS_FLAT", "SubSet", "Subscribers", "with_sub", "without_sub", "as_frozenset",
+           "union_of"]
 
 #: The most subscribers a branch keeps in a flat ``frozenset``. A SubSet shrinking to half
 #: of it goes back to a frozenset. Measured on the starvation experiment's hot subject (100
@@ -316,3 +317,15 @@ def without_sub(subs: Subscribers, x: Hashable) -> Subscribers:
 def as_frozenset(subs: Subscribers) -> frozenset[Any]:
     """``subs`` as a frozenset (materialised and cached for a SubSet)."""
     return subs.frozen() if type(subs) is SubSet else subs
+
+
+_EMPTY: frozenset[Any] = frozenset()
+
+
+def union_of(hits: list[Subscribers]) -> frozenset[Any]:
+    """The union of subscriber sets, some of them SubSets, as one frozenset. Each SubSet
+    goes in as its materialised frozenset (:meth:`SubSet.frozen`, cached): ``union`` then
+    merges hash tables in C. Handed a SubSet itself, it would iterate it through
+    ``SubSet.__iter__`` and hash every member again: measured 2-3x slower on the GIL build
+    and 2-5x on 3.13t, at 300 and at 40,000 members. O(total members)."""
+    return _EMPTY.union(*[h.frozen() if type(h) is SubSet else h for h in hits])

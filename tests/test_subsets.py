@@ -14,7 +14,9 @@ from __future__ import annotations
 import random
 
 import pytest
+from strategies import DIALECTS
 
+from ctrie import CSTrie, Dialect
 from ctrie.subsets import SUBS_FLAT, SubSet, as_frozenset, with_sub, without_sub
 
 
@@ -181,3 +183,88 @@ def test_a_subscriber_coming_and_going_beside_a_full_leaf_splits_it_once(monkeyp
         s = without_sub(s, x)
     assert len(splits) == 1, f"{len(splits)} splits for 50 members coming and going"
     assert as_frozenset(s) == set(range(1024))
+
+
+def _crowded(dialect: Dialect, copy: str, form: str = "wildcard") -> tuple[CSTrie, str, str, set]:
+    """A trie whose lookup of its topic takes two sets, one of them a crowd (a SubSet):
+    the crowd of ``stock.>`` (``form`` "wildcard": a set of the level below 'stock') beside
+    two literal patterns, so that the walk reads three I-nodes; or (``form`` "S-node") the
+    crowd of ``stock.nyse.ibm`` alone below 'stock', so an S-node's set, beside
+    ``*.nyse.ibm``. Returns (trie, the crowded pattern, the topic, the expected answer)."""
+    from ctrie.gcas import gcas_read
+
+    sep, single, multi = (("/", "+", "#") if dialect is Dialect.MQTT else
+                          (".", "*", ">" if dialect is Dialect.NATS else "#"))
+    topic = sep.join(["stock", "nyse", "ibm"])
+    crowd = sep.join(["stock", multi]) if form == "wildcard" else topic
+    t: CSTrie = CSTrie(dialect)
+    if form == "wildcard":  # (the others first: the crowd then grows in a level's set)
+        t.subscribe(topic, "other")
+        t.subscribe(sep.join(["stock", "nyse", "msft"]), "msft")
+    for i in range(SUBS_FLAT + 1):
+        t.subscribe(crowd, i)
+    if form == "wildcard":
+        stock = gcas_read(t._read_root(), t).branches["stock"].inode
+        crowd_set = gcas_read(stock, t).branches[multi]
+    else:
+        t.subscribe(sep.join([single, "nyse", "ibm"]), "other")
+        crowd_set = gcas_read(t._read_root(), t).branches["stock"].subs  # an S-node's
+    assert type(crowd_set) is SubSet, "no SubSet to union"
+    if copy == "read-only snapshot":
+        t = t.read_only_snapshot()
+    elif copy == "snapshot":
+        t = t.snapshot()
+    return t, crowd, topic, set(range(SUBS_FLAT + 1)) | {"other"}
+
+
+def _iterating_is_a_failure(monkeypatch) -> list:
+    """SubSet.__iter__ made to record its callers: a union handed a SubSet iterates it."""
+    calls: list = []
+    real = SubSet.__iter__
+
+    def spy(self):
+        calls.append(self.size)
+        return real(self)
+
+    monkeypatch.setattr(SubSet, "__iter__", spy)
+    return calls
+
+
+@pytest.mark.parametrize("form", ["wildcard", "S-node"])
+@pytest.mark.parametrize("copy", ["the trie", "snapshot", "read-only snapshot"])
+@pytest.mark.parametrize("dialect", DIALECTS, ids=lambda d: d.value)
+def test_a_union_takes_a_crowded_set_as_its_frozenset(dialect, copy, form, monkeypatch):
+    """A lookup that takes a SubSet and another set unions them. Handed the SubSet itself,
+    ``frozenset.union`` iterates it through ``SubSet.__iter__`` and hashes every member
+    again (2-5x slower than merging its cached frozenset); the union must take the
+    frozenset. Snapshots too: they share the trie's sets."""
+    t, _, topic, expected = _crowded(dialect, copy, form)
+    calls = _iterating_is_a_failure(monkeypatch)
+    for _ in range(3):  # recorded walks first, then the unrecorded one
+        assert t.lookup(topic) == expected
+    assert calls == [], f"the union iterated a SubSet of {calls[0]} members"
+
+
+def test_a_repaired_walk_takes_a_crowded_set_as_its_frozenset(monkeypatch):
+    """The same for a walk whose validation repairs it: a subscriber joins the crowd right
+    after the walk read the level of 'stock'; the repair swaps in the new SubSet and unions
+    (NATS and MQTT repair; AMQP walks again, and its union is the one tested above)."""
+    import ctrie.cstrie as cstrie_module
+    from test_cache import _ReadThen
+
+    from ctrie.counters import counting
+    from ctrie.gcas import gcas_read
+
+    t, crowd, topic, expected = _crowded(Dialect.NATS, "the trie")
+    stock = gcas_read(t._read_root(), t).branches["stock"].inode
+    stock.main = _ReadThen(stock.main, lambda: t.subscribe(crowd, "late"))
+    monkeypatch.setattr(cstrie_module, "_get", lambda r: r.get())  # the stand-in too
+    calls = _iterating_is_a_failure(monkeypatch)
+    with counting() as c:
+        got = t.lookup(topic)
+    stock.main = stock.main.ref
+    n = c.snapshot()
+    assert (n["revalidate"], n["rewalk"]) == (1, 0), n  # the repair, not a second walk
+    assert got == expected | {"late"}
+    assert calls == [], f"the repair's union iterated a SubSet of {calls[0]} members"
+    t.check()
