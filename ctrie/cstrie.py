@@ -231,9 +231,11 @@ class CSTrie(Generic[S]):
         # (ctrie.nodes.LEAF_MAX; tests make it tiny so that every test meets hash levels).
         self._leaf_max = _leaf_max
         # Whether this trie (or the one it was copied from) ever stored a SubSet: then a
-        # lookup's union takes each SubSet as its frozenset (subsets.union_of), which costs
-        # a list per union, so a trie without one does not pay it. Only a matter of speed:
-        # the union is the same either way, so a stale False is harmless.
+        # lookup's union goes through subsets.union_of, which takes each SubSet as its
+        # frozenset; a trie that never held one skips the call and its scan of the sets.
+        # Only a matter of speed: the union is the same either way, so a stale value is
+        # harmless (False: a SubSet unioned member by member; True, the flag never goes
+        # back, as after the crowd left: one scan in C per union).
         self._big = _big
         self.dialect = d
         self._single = d.single

@@ -214,6 +214,8 @@ def _crowded(dialect: Dialect, copy: str, form: str = "wildcard") -> tuple[CSTri
         t = t.read_only_snapshot()
     elif copy == "snapshot":
         t = t.snapshot()
+    elif copy == "snapshot of a read-only snapshot":  # (CSTrie._copy)
+        t = t.read_only_snapshot().snapshot()
     return t, crowd, topic, set(range(SUBS_FLAT + 1)) | {"other"}
 
 
@@ -231,18 +233,40 @@ def _iterating_is_a_failure(monkeypatch) -> list:
 
 
 @pytest.mark.parametrize("form", ["wildcard", "S-node"])
-@pytest.mark.parametrize("copy", ["the trie", "snapshot", "read-only snapshot"])
+@pytest.mark.parametrize("copy", ["the trie", "snapshot", "read-only snapshot",
+                                  "snapshot of a read-only snapshot", "frozen fallback"])
 @pytest.mark.parametrize("dialect", DIALECTS, ids=lambda d: d.value)
 def test_a_union_takes_a_crowded_set_as_its_frozenset(dialect, copy, form, monkeypatch):
     """A lookup that takes a SubSet and another set unions them. Handed the SubSet itself,
     ``frozenset.union`` iterates it through ``SubSet.__iter__`` and hashes every member
     again (2-5x slower than merging its cached frozenset); the union must take the
-    frozenset. Snapshots too: they share the trie's sets."""
-    t, _, topic, expected = _crowded(dialect, copy, form)
+    frozenset. Snapshots too: they share the trie's sets; and the fallback walk of a
+    lookup that failed validation, which walks a read-only trie of its own."""
+    t, _, topic, expected = _crowded(dialect, copy if copy != "frozen fallback" else "the trie",
+                                     form)
     calls = _iterating_is_a_failure(monkeypatch)
     for _ in range(3):  # recorded walks first, then the unrecorded one
-        assert t.lookup(topic) == expected
+        got = t._frozen_lookup(topic) if copy == "frozen fallback" else t.lookup(topic)
+        assert got == expected
     assert calls == [], f"the union iterated a SubSet of {calls[0]} members"
+
+
+@pytest.mark.parametrize("dialect", DIALECTS, ids=lambda d: d.value)
+def test_a_trie_that_never_held_a_crowd_unions_without_looking_for_one(dialect, monkeypatch):
+    """The other side of the flag: a lookup of several small sets in a trie that never
+    held a SubSet unions them at once, without union_of's scan for one."""
+    import ctrie.cstrie as cstrie_module
+
+    sep, single = ("/", "+") if dialect is Dialect.MQTT else (".", "*")
+    t: CSTrie = CSTrie(dialect)
+    for i in range(SUBS_FLAT):  # the most a frozenset holds
+        t.subscribe(sep.join(["a", "b"]), i)
+    t.subscribe(sep.join([single, "b"]), "w")
+    used: list = []
+    monkeypatch.setattr(cstrie_module, "union_of", lambda hits: used.append(hits))
+    for snap in (t, t.snapshot(), t.read_only_snapshot()):
+        assert snap.lookup(sep.join(["a", "b"])) == set(range(SUBS_FLAT)) | {"w"}
+    assert used == [], "union_of called in a trie without a SubSet"
 
 
 def test_a_repaired_walk_takes_a_crowded_set_as_its_frozenset(monkeypatch):
