@@ -19,7 +19,7 @@ TESTS_FT  := tests/test_linearizability.py tests/test_faults.py tests/test_stres
              tests/test_lookup_validation.py tests/test_rdcss.py tests/test_tombs.py tests/test_size.py \
              tests/test_deep.py tests/test_layout.py tests/test_subsets.py \
              tests/test_replicated.py tests/test_counters.py tests/test_cache.py tests/test_compare.py \
-             tests/test_unrecorded_walk.py
+             tests/test_unrecorded_walk.py tests/test_atomic_read.py
 ENV_FT    := CSTRIE_LIN_HISTORIES=300 CSTRIE_LIN_THREADS=8
 
 # Prints "<path>: <version> GIL|free-threaded" for the interpreter it runs in.

@@ -87,6 +87,8 @@ from typing import TYPE_CHECKING, Any, Final, Generic, Literal, Optional
 
 from cereggii import AtomicInt64, AtomicRef
 
+from ._atomic import FREE_THREADED_BUILD as _FT
+from ._atomic import read
 from .errors import ReadOnlyError
 from .gcas import GCAS, gcas_complete, gcas_read
 from .nodes import (EMPTY, FANOUT, FANOUT_BITS, LEAF_MAX, MAX_SHIFT, Automaton, Branch, CNode,
@@ -257,6 +259,8 @@ class CSTrie(Generic[S]):
 
     def _read_root(self, abort: bool = False) -> INode:
         r = self._root.get()
+        if _FT and self._root.get() is not r:  # (ctrie._atomic)
+            r = read(self._root)
         if type(r) is INode:
             return r
         return rdcss_read_root(self, abort)
@@ -326,6 +330,8 @@ class CSTrie(Generic[S]):
             require_hashable(subscriber)  # raises, naming the subscriber
         while True:
             root = self._root.get()  # _read_root inlined: a descriptor goes the slow way
+            if _FT and self._root.get() is not root:  # (ctrie._atomic)
+                root = read(self._root)
             if type(root) is not INode:
                 root = self._read_root()
             if self._insert(root, words, subscriber) is not _RESTART:
@@ -400,6 +406,8 @@ class CSTrie(Generic[S]):
         i = 0
         while True:
             m = inode.main.get()  # gcas_read inlined: one call less per level
+            if _FT and inode.main.get() is not m:  # (ctrie._atomic)
+                m = read(inode.main)
             if m.prev is not None:
                 m = gcas_complete(inode, m, self)
             if type(m) is not CNode:
@@ -545,6 +553,8 @@ class CSTrie(Generic[S]):
             require_hashable(subscriber)
         while True:
             root = self._root.get()
+            if _FT and self._root.get() is not root:  # (ctrie._atomic)
+                root = read(self._root)
             if type(root) is not INode:
                 root = self._read_root()
             res = self._remove(root, words, subscriber)
@@ -578,6 +588,8 @@ class CSTrie(Generic[S]):
         i = 0
         while True:
             m = inode.main.get()  # gcas_read inlined: one call less per level
+            if _FT and inode.main.get() is not m:  # (ctrie._atomic)
+                m = read(inode.main)
             if m.prev is not None:
                 m = gcas_complete(inode, m, self)
             if type(m) is not CNode:
@@ -901,6 +913,8 @@ class CSTrie(Generic[S]):
             # (Any: the walk reads its nodes duck-typed, a descriptor or a tomb failing an
             # attribute read, which a type checker cannot follow.)
             root: Any = self._root.get()
+            if _FT and self._root.get() is not root:  # (ctrie._atomic)
+                root = read(self._root)
             hits: list[Subscribers] = []
             # For each I-node read but the last: its AtomicRef, the main node read and the
             # index of the word read there (n: none), for the validation below.
@@ -914,6 +928,8 @@ class CSTrie(Generic[S]):
                 while True:
                     ref = inode.main
                     m = ref.get()
+                    if _FT and ref.get() is not m:  # (ctrie._atomic)
+                        m = read(ref)
                     if m.prev is not None:
                         m = gcas_complete(inode, m, self)
                     try:
@@ -974,6 +990,8 @@ class CSTrie(Generic[S]):
                                         seen += (r0, m0, k0, ref, m, k)
                                 kref = kid.main
                                 km = kref.get()
+                                if _FT and kref.get() is not km:  # (ctrie._atomic)
+                                    km = read(kref)
                                 if km.prev is not None:
                                     km = gcas_complete(kid, km, self)
                                 try:
@@ -1181,6 +1199,8 @@ class CSTrie(Generic[S]):
                 return None
             ref = kid.main
             m = ref.get()
+            if _FT and ref.get() is not m:  # (ctrie._atomic)
+                m = read(ref)
             if m.prev is not None:
                 m = gcas_complete(kid, m, self)
             if type(m) is not CNode:
@@ -1221,12 +1241,12 @@ class CSTrie(Generic[S]):
         n = len(words)
         for j in range(0, len(seen), 3):
             ref, m, k = seen[j], seen[j + 1], seen[j + 2]
-            m2 = ref.get()
+            m2 = read(ref)
             if m2 is m:
                 continue
             p = m2.prev
             if p is not None:
-                pv = p.get()
+                pv = read(p)
                 if pv is not None:
                     # A GCAS in flight (or aborted) here. Whatever its outcome, the I-node
                     # holds either m2 or the committed node m2 replaced: both must agree.
@@ -1277,7 +1297,7 @@ class CSTrie(Generic[S]):
             again = False
             for j in range(0, len(seen), 3):
                 ref, m = seen[j], seen[j + 1]
-                m2 = ref.get()
+                m2 = read(ref)
                 if m2 is m:
                     continue
                 k = seen[j + 2]
@@ -1286,7 +1306,7 @@ class CSTrie(Generic[S]):
                 ends = k + 1 == n and not self._mqtt
                 p = m2.prev
                 if p is not None:
-                    pv = p.get()
+                    pv = read(p)
                     if pv is not None:
                         # A GCAS in flight (or aborted) here: the I-node will hold m2 or the
                         # node m2 replaced. If neither changes a child the walk used, look
@@ -1480,6 +1500,8 @@ class CSTrie(Generic[S]):
             inode, parent, i = pop()
             ref = inode.main
             m: Any = ref.get()  # duck-typed: a tomb fails m.fwc (as in lookup)
+            if _FT and ref.get() is not m:  # (ctrie._atomic)
+                m = read(ref)
             if m.prev is not None:
                 m = gcas_complete(inode, m, self)
             try:
@@ -1691,7 +1713,7 @@ class CSTrie(Generic[S]):
         below one of an older generation, because renewal works top-down); no I-node is
         reachable twice.
         """
-        root = self._root.get()
+        root = read(self._root)
         assert type(root) is INode, f"root holds {root!r}, not an I-node (RDCSS pending?)"
         gen = root.gen
         seen: set[int] = set()
@@ -1707,9 +1729,9 @@ class CSTrie(Generic[S]):
             seen.add(id(inode))
             here = inode.gen is gen
             assert in_gen or not here, f"I-node of the root's generation below an older one at {path!r}"
-            m = inode.main.get()
+            m = read(inode.main)
             p = m.prev
-            assert p is None or p.get() is None, f"pending GCAS at {path or '<root>'!r}: {m!r}"
+            assert p is None or read(p) is None, f"pending GCAS at {path or '<root>'!r}: {m!r}"
             is_root = inode is root
             assert type(m) is CNode or (not is_root and type(m) is TNode), f"bad main node {m!r}"
             assert type(m) is not TNode, f"reachable tomb at {path!r}"

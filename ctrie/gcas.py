@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from cereggii import AtomicRef
 
+from ._atomic import FREE_THREADED_BUILD as _FT
+from ._atomic import read
 from .nodes import FailedNode, INode, Main, Prev
 from .size import WINDOWS
 
@@ -45,6 +47,8 @@ _count: Optional[Counters] = None
 def gcas_read(inode: INode, trie: CSTrie[Any]) -> Main:
     """GCAS_READ: the committed main node of ``inode``, completing a pending GCAS first."""
     m = inode.main.get()
+    if _FT and inode.main.get() is not m:  # (ctrie._atomic)
+        m = read(inode.main)
     if m.prev is None:
         return m
     return gcas_complete(inode, m, trie)
@@ -57,7 +61,7 @@ def gcas_complete(inode: INode, m: Main, trie: CSTrie[Any]) -> Main:
         p = m.prev
         if p is None:
             return m
-        pv = p.get()
+        pv = read(p)
         if pv is None:
             m.prev = None  # the hint: committed for good
             return m
@@ -65,14 +69,14 @@ def gcas_complete(inode: INode, m: Main, trie: CSTrie[Any]) -> Main:
             # Aborted: restore the node it replaced. If our CAS loses, someone else restored
             # it (or moved on); re-read the I-node and settle whatever is there now.
             if _fault is not None and _fault("inode_cas", "before"):
-                m = inode.main.get()
+                m = read(inode.main)
                 continue
             restored = inode.main.compare_and_set(m, pv.old)
             if _fault is not None:
                 _fault("inode_cas", "after")
             if restored:
                 return pv.old
-            m = inode.main.get()
+            m = read(inode.main)
             continue
         # Pending. Read the root aborting any RDCSS in progress (completing it could recurse
         # into this very I-node). A reader can only reach I-nodes of generations no newer
@@ -94,7 +98,7 @@ def gcas_complete(inode: INode, m: Main, trie: CSTrie[Any]) -> Main:
                 p.compare_and_set(pv, FailedNode(pv))
                 if _fault is not None:
                     _fault("gcas_commit", "after")
-            m = inode.main.get()
+            m = read(inode.main)
 
 
 def GCAS(inode: INode, old: Main, new: Main, trie: CSTrie[Any], neutral: bool = False,
@@ -139,7 +143,10 @@ def GCAS(inode: INode, old: Main, new: Main, trie: CSTrie[Any], neutral: bool = 
         # Anything else (a descriptor, a snapshot since, a helper's verdict) goes to
         # gcas_complete; so does every GCAS while a fault hook is installed, so that the
         # fault schedules drive the very code they were written against.
-        if (_fault is None and type(root := trie._root.get()) is INode and root.gen is inode.gen
+        root = trie._root.get()
+        if _FT and trie._root.get() is not root:  # (ctrie._atomic)
+            root = read(trie._root)
+        if (_fault is None and type(root) is INode and root.gen is inode.gen
                 and not trie._readonly and pv.compare_and_set(old, None)):
             new.prev = None
             committed = True

@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 
 from cereggii import AtomicRef
 
+from ._atomic import read
 from .gcas import gcas_read
 from .nodes import INode, Main
 
@@ -127,7 +128,7 @@ def _verdict(trie: CSTrie[Any], desc: RDCSSDescriptor, abort: bool) -> _Status:
 
 def rdcss_read_root(trie: CSTrie[Any], abort: bool = False) -> INode:
     """RDCSS_READ_ROOT: the root I-node, settling a descriptor first if one is there."""
-    r = trie._root.get()
+    r = read(trie._root)
     if type(r) is INode:
         return r
     return rdcss_complete(trie, abort)
@@ -138,7 +139,7 @@ def rdcss_complete(trie: CSTrie[Any], abort: bool) -> INode:
     I-node, and return it. With ``abort``, decide an undecided descriptor ABORTED instead
     of reading ``ov`` (a decided one is moved on as decided, forward if COMMITTED)."""
     while True:
-        r = trie._root.get()
+        r = read(trie._root)
         if type(r) is INode:
             return r
         desc: RDCSSDescriptor = r

@@ -101,6 +101,7 @@ from typing import Any, Generic, Optional, Union
 
 from cereggii import AtomicRef
 
+from ._atomic import read
 from .cstrie import _RESTART, CSTrie
 from .protocol import S
 from .topics import Dialect, DialectLike, pattern_validator, require_hashable
@@ -207,7 +208,7 @@ class ReplicatedTrie(Generic[S]):
 
     def _from_checkpoint(self) -> tuple[CSTrie[Any], _Entry]:
         """A new trie holding the latest checkpoint, and its entry. O(size)."""
-        cp = self._base.get()
+        cp = read(self._base)
         trie = CSTrie(self.dialect)
         if cp.snap is not None:
             sub = trie.subscribe
@@ -232,13 +233,13 @@ class ReplicatedTrie(Generic[S]):
         # below applies it.
         ref = weakref.ref(r)
         while True:
-            regs = self._replicas.get()
+            regs = read(self._replicas)
             if self._replicas.compare_and_set(regs, (*[w for w in regs if w() is not None],
                                                      ref)):
                 break
         r.busy = True
         try:
-            upto = self._tail.get()
+            upto = read(self._tail)
             self._mark_others(r)  # point 2: before the catch-up applies anything
             self._catch_up(r, entry, upto)
         finally:
@@ -249,7 +250,7 @@ class ReplicatedTrie(Generic[S]):
 
     def _mark_others(self, me: _Replica) -> None:
         """Mark every other live replica dirty."""
-        for ref in self._replicas.get():
+        for ref in read(self._replicas):
             r = ref()
             if r is not None and r is not me:
                 r.dirty.set(True)
@@ -297,7 +298,7 @@ class ReplicatedTrie(Generic[S]):
     def _checkpoint(self, r: _Replica, e: _Entry) -> None:
         """Publish a snapshot of ``r`` (which holds exactly the entries up to ``e``) unless a
         checkpoint at or after ``e`` exists."""
-        cp = self._base.get()
+        cp = read(self._base)
         if cp.entry.seq >= e.seq:
             return
         self._base.compare_and_set(cp, _Checkpoint(e, r.trie.read_only_snapshot()))
@@ -308,14 +309,14 @@ class ReplicatedTrie(Generic[S]):
             r: _Replica = self._local.r
         except AttributeError:
             return self._mine()
-        if r.dirty.get():
+        if read(r.dirty):
             if r.busy:
                 raise _reentered()
             r.busy = True
             r.dirty.set(_BUSY)  # before the hint is read: a mark after this survives
             upto: Optional[_Entry]  # (None at the end: see below)
             try:
-                upto = self._tail.get()
+                upto = read(self._tail)
                 if upto.seq > r.seq:
                     # Point 2: mark before anything new can be seen (a rebuild reaches a
                     # state its checkpoint's publisher marked for).
@@ -335,7 +336,7 @@ class ReplicatedTrie(Generic[S]):
     def _append(self, e: _Entry) -> _Entry:
         """Link ``e`` after the last entry (its linearization point), then move the hint up
         to it. Lock-free: a failed CAS means another append succeeded."""
-        t = self._tail.get()
+        t = read(self._tail)
         while True:
             nxt = t.next.get()
             if nxt is None:
@@ -345,7 +346,7 @@ class ReplicatedTrie(Generic[S]):
                 continue
             t = nxt
         while True:  # move the hint up to e, unless someone moved it past
-            h = self._tail.get()
+            h = read(self._tail)
             if h.seq >= e.seq or self._tail.compare_and_set(h, e):
                 return e
 
@@ -394,7 +395,7 @@ class ReplicatedTrie(Generic[S]):
         except AttributeError:
             r = self._mine()
         else:
-            if r.dirty.get():
+            if read(r.dirty):
                 r = self._refresh()
         return r.trie.lookup(topic)
 
@@ -421,10 +422,10 @@ class ReplicatedTrie(Generic[S]):
                 break
             assert nxt.seq == seq + 1, f"log entry {nxt.seq} follows {seq}"
             e, seq = nxt, nxt.seq
-        assert self._tail.get().seq <= seq, "the tail hint is past the last entry"
+        assert read(self._tail).seq <= seq, "the tail hint is past the last entry"
 
     def __repr__(self) -> str:
-        return f"ReplicatedTrie(dialect={self.dialect.value!r}, log at {self._tail.get().seq})"
+        return f"ReplicatedTrie(dialect={self.dialect.value!r}, log at {read(self._tail).seq})"
 
     def __getstate__(self) -> Any:
         raise TypeError("a ReplicatedTrie cannot be pickled: copy its subscriptions() instead")

@@ -83,3 +83,18 @@ def pytest_sessionfinish(session, exitstatus):
     path = Path(target)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(report, indent=2) + "\n")
+
+
+@pytest.fixture
+def one_get_per_read(monkeypatch):
+    """For tests whose stand-ins for an AtomicRef count the ``get()`` calls a walk makes, or
+    act on the n-th one: a free-threaded build reads every reference twice (ctrie._atomic),
+    which would shift their counts. Here each read is one ``get()`` again, as on the GIL
+    build; tests/test_atomic_read.py tests the second read itself."""
+    import ctrie._atomic as atomic
+    import ctrie.cstrie as cstrie_module
+    import ctrie.gcas as gcas_module
+
+    monkeypatch.setattr(atomic, "FREE_THREADED_BUILD", False)
+    monkeypatch.setattr(cstrie_module, "_FT", False)
+    monkeypatch.setattr(gcas_module, "_FT", False)

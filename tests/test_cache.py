@@ -11,6 +11,9 @@ from ctrie.cache import ResultCache
 from ctrie.gcas import gcas_read
 from ctrie.size import WINDOWS
 
+# Stand-ins count get() calls: one per read (see conftest.one_get_per_read).
+pytestmark = pytest.mark.usefixtures("one_get_per_read")
+
 
 def _uncached(t: CSTrie, topic: str) -> frozenset:
     """A lookup that walks the trie, whatever its cache holds."""

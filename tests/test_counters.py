@@ -10,6 +10,9 @@ from ctrie import CSTrie, counters, faults
 from ctrie import cstrie as cstrie_module
 from ctrie.gcas import gcas_read
 
+# Stand-ins count get() calls: one per read (see conftest.one_get_per_read).
+pytestmark = pytest.mark.usefixtures("one_get_per_read")
+
 
 class _Trip:
     """Stands in for an I-node's AtomicRef: its ``n``-th ``get()`` first runs

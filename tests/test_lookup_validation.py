@@ -27,6 +27,9 @@ from schedule import StepScheduler
 from test_cache import _ReadThen
 from threads import switch_interval
 
+# Stand-ins count get() calls: one per read (see conftest.one_get_per_read).
+pytestmark = pytest.mark.usefixtures("one_get_per_read")
+
 _same_use = cstrie_module._same_use
 
 #: The documented bound (CSTrie.lookup): one unrecorded walk (after a quiet lookup, see

@@ -269,7 +269,7 @@ def test_a_trie_that_never_held_a_crowd_unions_without_looking_for_one(dialect, 
     assert used == [], "union_of called in a trie without a SubSet"
 
 
-def test_a_repaired_walk_takes_a_crowded_set_as_its_frozenset(monkeypatch):
+def test_a_repaired_walk_takes_a_crowded_set_as_its_frozenset(monkeypatch, one_get_per_read):
     """The same for a walk whose validation repairs it: a subscriber joins the crowd right
     after the walk read the level of 'stock'; the repair swaps in the new SubSet and unions
     (NATS and MQTT repair; AMQP walks again, and its union is the one tested above)."""

@@ -26,6 +26,9 @@ from test_cache import _ReadThen
 from linearizability import Op, check, make_spec
 from test_lookup_validation import _instrument, _recorded_lookup, _writes
 
+# Stand-ins count get() calls: one per read (see conftest.one_get_per_read).
+pytestmark = pytest.mark.usefixtures("one_get_per_read")
+
 #: Per dialect: its separator and one-level wildcard.
 DIALECTS = {"nats": (".", "*"), "mqtt": ("/", "+"), "amqp": (".", "*")}
 
