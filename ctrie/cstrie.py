@@ -82,6 +82,7 @@ from __future__ import annotations
 import enum
 import inspect
 import time
+from operator import is_not
 from collections.abc import Collection, Hashable, Iterator
 from typing import TYPE_CHECKING, Any, Final, Generic, Literal, Optional
 
@@ -1147,8 +1148,9 @@ class CSTrie(Generic[S]):
                         continue
             # A recorded walk: what the walk used of every I-node but the last must still be
             # in place (see _revalidate). The common case, no I-node changed, is one
-            # comparison in C (list equality tests identity first; main nodes define no
-            # __eq__); then, if the version too is unchanged and window-free, it becomes
+            # pass in C over every record, by identity (``is_not``: not ``!=``, which would
+            # call ``__eq__`` of whatever a bad read returned, ctrie._atomic); then, if the
+            # version too is unchanged and window-free, it becomes
             # _calm, or the hint if _calm already held it (a second quiet walk at that
             # version, of any topic or thread), so that the next lookups may walk
             # unrecorded. Otherwise
@@ -1156,7 +1158,8 @@ class CSTrie(Generic[S]):
             # subscriber sets (whose hits it swaps), cost no new walk.
             elif seen and ((seen[0].get() is not seen[1] if len(seen) == 3 else
                          seen[0].get() is not seen[1] or seen[3].get() is not seen[4]
-                         if len(seen) == 6 else list(map(_get, seen[::3])) != seen[1::3])):
+                         if len(seen) == 6 else
+                         True in list(map(is_not, map(_get, seen[::3]), seen[1::3])))):
                 if _count is not None:
                     _count("revalidate")
                 res = self._revalidate(seen, hits, words, dollar, (ref, m, k))
@@ -1292,7 +1295,7 @@ class CSTrie(Generic[S]):
         """
         n = len(words)
         for attempt in range(_REVALIDATIONS):
-            if attempt and list(map(_get, seen[::3])) == seen[1::3]:
+            if attempt and True not in list(map(is_not, map(_get, seen[::3]), seen[1::3])):
                 break  # nothing changed since the last pass: nothing to swap
             again = False
             for j in range(0, len(seen), 3):
@@ -1450,7 +1453,8 @@ class CSTrie(Generic[S]):
                         _count("rewalk")
                     walks -= 1
                     continue
-            elif len(seen) > 3 and list(map(_get, seen[::3])) != seen[1::3]:
+            elif len(seen) > 3 and True in list(map(is_not, map(_get, seen[::3]),
+                                                            seen[1::3])):
                 if _count is not None:
                     _count("revalidate")
                 # The empty key's walk used the root's branch of the reserved word too:

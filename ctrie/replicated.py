@@ -309,7 +309,7 @@ class ReplicatedTrie(Generic[S]):
             r: _Replica = self._local.r
         except AttributeError:
             return self._mine()
-        if read(r.dirty):
+        if r.dirty.get():
             if r.busy:
                 raise _reentered()
             r.busy = True
@@ -395,7 +395,7 @@ class ReplicatedTrie(Generic[S]):
         except AttributeError:
             r = self._mine()
         else:
-            if read(r.dirty):
+            if r.dirty.get():
                 r = self._refresh()
         return r.trie.lookup(topic)
 

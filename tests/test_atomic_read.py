@@ -19,7 +19,7 @@ import ctrie._atomic as atomic
 import ctrie.cstrie as cstrie_module
 import ctrie.gcas as gcas_module
 from ctrie import CSTrie, Dialect
-from ctrie.gcas import gcas_read
+from ctrie.gcas import GCAS, gcas_read
 
 
 @pytest.fixture
@@ -32,15 +32,15 @@ def double_read(monkeypatch):
 
 
 class _ForeignOnce:
-    """Stands in for an AtomicRef: its first ``get()`` returns ``foreign``, an object never
-    stored in it; later ones read the reference."""
+    """Stands in for an AtomicRef: its ``at``-th ``get()`` returns ``foreign``, an object
+    never stored in it; the others read the reference."""
 
-    def __init__(self, ref, foreign) -> None:
-        self.ref, self.foreign = ref, foreign
+    def __init__(self, ref, foreign, at: int = 1) -> None:
+        self.ref, self.foreign, self.at, self.calls = ref, foreign, at, 0
 
     def get(self):
-        f, self.foreign = self.foreign, None
-        return self.ref.get() if f is None else f
+        self.calls += 1
+        return self.foreign if self.calls == self.at else self.ref.get()
 
     def __getattr__(self, name):
         return getattr(self.ref, name)
@@ -57,6 +57,7 @@ def test_read_returns_only_a_value_two_gets_agree_on(double_read):
     stored, foreign = object(), object()
     assert atomic.read(Ref([foreign, stored])) is stored
     assert atomic.read(Ref([foreign, stored, stored])) is stored
+    assert atomic.read(Ref([stored, foreign, stored])) is stored  # the second get was wrong
     assert atomic.read(Ref([stored])) is stored
 
 
@@ -83,10 +84,17 @@ def test_an_unsubscribe_that_reads_a_foreign_node_first_still_finds_its_pair(dia
     t.check()
 
 
+@pytest.mark.parametrize("walk", ["recorded", "unrecorded"])
+@pytest.mark.parametrize("at", [1, 2], ids=["first get", "second get"])
 @pytest.mark.parametrize("dialect", DIALECTS, ids=lambda d: d.value)
-def test_a_lookup_that_reads_a_foreign_node_first_answers_from_the_trie(dialect, double_read):
+def test_a_lookup_that_reads_a_foreign_node_answers_from_the_trie(dialect, at, walk, double_read):
+    """Also when the wrong object comes second (the double read must not take the second
+    get's value), and in the unrecorded walk that quiet lookups lead to."""
     t, a, foreign, sep = _trie(dialect)
-    a.main = _ForeignOnce(a.main, foreign)
+    if walk == "unrecorded":
+        for _ in range(4):
+            assert t.lookup(sep.join("ax")) == {"s2"}
+    a.main = _ForeignOnce(a.main, foreign, at)
     assert t.lookup(sep.join("ax")) == {"s2"}
     a.main = a.main.ref
 
@@ -101,3 +109,106 @@ def test_a_subscribe_that_reads_a_foreign_node_first_stores_its_pair(dialect, do
     assert t.subscriptions() == {sep.join("abc"): {"s1"}, sep.join("ax"): {"s2"},
                                  sep.join("ay"): {"s3"}}
     t.check()
+
+
+@pytest.mark.parametrize("dialect", DIALECTS, ids=lambda d: d.value)
+def test_a_subscribe_does_not_follow_a_foreign_node_of_the_same_trie(dialect, double_read):
+    """The foreign C-node is another level of the same trie (same generation, so the walk
+    would not restart), with a branch of the word the subscribe follows: taken, the pair
+    would be stored below 'q' (found by review)."""
+    sep = "/" if dialect is Dialect.MQTT else "."
+    t: CSTrie = CSTrie(dialect)
+    for pat in ("abc", "ax", "qyz", "qyv", "qw"):
+        t.subscribe(sep.join(pat), pat)
+    root = gcas_read(t._read_root(), t)
+    a = root.branches["a"].inode
+    a.main = _ForeignOnce(a.main, gcas_read(root.branches["q"].inode, t))
+    t.subscribe(sep.join("ayw"), "s3")
+    a.main = a.main.ref
+    assert t.lookup(sep.join("ayw")) == {"s3"}
+    assert sep.join("qyw") not in t.subscriptions()
+    t.check()
+
+
+@pytest.mark.parametrize("op", ["lookup", "unsubscribe"])
+@pytest.mark.parametrize("dialect", DIALECTS, ids=lambda d: d.value)
+def test_an_operation_that_reads_a_foreign_root_answers_from_the_trie(dialect, op, double_read):
+    sep = "/" if dialect is Dialect.MQTT else "."
+    t: CSTrie = CSTrie(dialect)
+    t.subscribe(sep.join("ax"), "s2")
+    other: CSTrie = CSTrie(dialect)
+    other.subscribe(sep.join("qq"), "z")
+    t._root = _ForeignOnce(t._root, other._read_root())
+    got = t.lookup(sep.join("ax")) if op == "lookup" else t.unsubscribe(sep.join("ax"), "s2")
+    t._root = t._root.ref
+    assert got == ({"s2"} if op == "lookup" else True)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS, ids=lambda d: d.value)
+def test_reads_of_a_split_levels_kids_answer_from_the_trie(dialect, double_read):
+    """The kid leaves of a wide level, each read wrong once: a lookup and an unsubscribe."""
+    sep = "/" if dialect is Dialect.MQTT else "."
+    t: CSTrie = CSTrie(dialect)
+    for i in range(200):
+        t.subscribe(sep.join(["a", f"w{i}"]), i)
+    top = gcas_read(gcas_read(t._read_root(), t).branches["a"].inode, t)
+    assert top.kids is not None, "no split level"
+    _, _, foreign, _ = _trie(dialect)
+    kids = [k for k in top.kids if k is not None]
+    for k in kids:
+        k.main = _ForeignOnce(k.main, foreign)
+    got = t.lookup(sep.join(["a", "w7"]))
+    for k in kids:
+        k.main = _ForeignOnce(k.main.ref, foreign)
+    found = t.unsubscribe(sep.join(["a", "w9"]), 9)
+    for k in kids:
+        k.main = k.main.ref
+    assert got == {7} and found is True
+    t.check()
+
+
+def test_a_gcas_that_reads_an_old_root_still_aborts_after_a_snapshot(double_read):
+    """GCAS's inlined commit reads the root. Read wrong as the root from before a snapshot
+    (of the I-node's generation), it would commit a write into a level the snapshot shares
+    (found by review)."""
+    t: CSTrie = CSTrie()
+    for pat in ("a.b.c", "a.x"):
+        t.subscribe(pat, pat)
+    old_root = t._read_root()
+    a = gcas_read(old_root, t).branches["a"].inode
+    m = gcas_read(a, t)
+    snap = t.read_only_snapshot()
+    new = m.removed("x", t._single, t._multi)
+    t._root = _ForeignOnce(t._root, old_root)
+    try:
+        committed = GCAS(a, m, new, t)
+    finally:
+        t._root = t._root.ref
+    assert committed is False
+    assert snap.lookup("a.x") == {"a.x"}
+
+
+class _Touchy:
+    """What a bad read may return: any object, here one whose ``==`` raises."""
+
+    def __eq__(self, other):
+        raise AssertionError("a validation compared a bad read with ==")
+
+    __hash__ = object.__hash__
+
+
+@pytest.mark.parametrize("dialect", DIALECTS, ids=lambda d: d.value)
+def test_a_walks_quick_check_compares_by_identity(dialect, double_read):
+    """A walk of four I-nodes records three; its quick check re-reads them all. A bad
+    re-read must count as "changed", never reach ``__eq__`` (found by review: the check
+    compared lists with ``!=``)."""
+    sep = "/" if dialect is Dialect.MQTT else "."
+    t: CSTrie = CSTrie(dialect)
+    for pat in ("abcd", "abce", "abx", "ay", "z"):
+        t.subscribe(sep.join(pat), pat)
+    root = t._read_root()
+    # The walk reads the root's main twice (the double read), then the check re-reads it.
+    root.main = _ForeignOnce(root.main, _Touchy(), at=3)
+    got = t.lookup(sep.join("abcd"))
+    root.main = root.main.ref
+    assert got == {"abcd"}

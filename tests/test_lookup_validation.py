@@ -691,6 +691,7 @@ def _forking_patterns(depth: int) -> list[str]:
 
 
 @pytest.mark.concurrency
+@pytest.mark.real_reads  # real threads: the free-threaded build's double read stays on
 @pytest.mark.parametrize("churn", ["unrelated sibling", "subscribers of a branch read"])
 def test_a_forking_lookup_keeps_completing_beside_a_writer(churn):
     """One reader does LOOKUPS forking lookups (depth 6: 64 paths) while one writer churns,

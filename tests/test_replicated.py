@@ -16,7 +16,9 @@ from ctrie import ReplicatedTrie
 from ctrie import replicated as replicated_module
 from threads import run_threads
 
-pytestmark = pytest.mark.concurrency
+# Stand-ins act on the first get() of a read: one get per read (conftest.one_get_per_read).
+# (No test here races real threads against each other.)
+pytestmark = [pytest.mark.concurrency, pytest.mark.usefixtures("one_get_per_read")]
 
 
 def _in_thread(fn):
