@@ -31,11 +31,12 @@ and never touch published ones.
 
 from __future__ import annotations
 
-import sysconfig
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Optional, Union, final
 
 from cereggii import AtomicRef
+
+from ._atomic import FREE_THREADED_BUILD as _FT_BUILD
 
 if TYPE_CHECKING:
     from .subsets import Subscribers
@@ -68,7 +69,6 @@ LEAF_MAX = 128
 #: runs: 3.13t with ``PYTHON_GIL=1`` is as slow. The GIL build keeps ``copy()``, the
 #: cheapest there at every size. 3.14t is not measured: rerun the tool there.
 SMALL_COPY_MAX = 32
-_FT_BUILD = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
 
 
 def _small_copy(branches: dict[str, Value]) -> dict[str, Value]:
