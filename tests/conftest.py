@@ -85,6 +85,18 @@ def pytest_sessionfinish(session, exitstatus):
     path.write_text(json.dumps(report, indent=2) + "\n")
 
 
+def _set_double_read(monkeypatch, on: bool) -> None:
+    """Whether the trie reads each replaceable reference twice (ctrie._atomic), whatever the
+    build: the flag where every module that reads it holds it."""
+    import ctrie._atomic as atomic
+    import ctrie.cstrie as cstrie_module
+    import ctrie.gcas as gcas_module
+
+    monkeypatch.setattr(atomic, "FREE_THREADED_BUILD", on)
+    monkeypatch.setattr(cstrie_module, "_FT", on)
+    monkeypatch.setattr(gcas_module, "_FT", on)
+
+
 @pytest.fixture
 def one_get_per_read(monkeypatch, request):
     """For tests whose stand-ins for an AtomicRef count the ``get()`` calls a walk makes, or
@@ -94,10 +106,13 @@ def one_get_per_read(monkeypatch, request):
     that runs real threads is marked ``real_reads`` and keeps the build's reads."""
     if request.node.get_closest_marker("real_reads"):
         return
-    import ctrie._atomic as atomic
-    import ctrie.cstrie as cstrie_module
-    import ctrie.gcas as gcas_module
+    _set_double_read(monkeypatch, False)
 
-    monkeypatch.setattr(atomic, "FREE_THREADED_BUILD", False)
-    monkeypatch.setattr(cstrie_module, "_FT", False)
-    monkeypatch.setattr(gcas_module, "_FT", False)
+
+@pytest.fixture
+def double_read(monkeypatch):
+    """The free-threaded build's reads, on any build (tests/test_atomic_read.py)."""
+    import ctrie.cstrie as cstrie_module
+
+    _set_double_read(monkeypatch, True)
+    monkeypatch.setattr(cstrie_module, "_get", lambda r: r.get())  # (the stand-ins too)

@@ -4,8 +4,8 @@ not reach the trie's logic.
 
 The bad ``get()`` is made deterministic by a stand-in for an I-node's reference whose first
 ``get()`` returns a C-node of another trie, as the race did (stop 40 saw an inbox level read
-a root's C-node, and the root an inbox's). The double read is forced on (it is what a
-free-threaded build runs), so that these tests run on both builds. With it forced off, as
+a root's C-node, and the root an inbox's). The double read is forced on (conftest's
+``double_read``: what a free-threaded build runs), so that these tests run on both builds. With it forced off, as
 before the fix, the unsubscribe below returns False for a stored pair and the lookup
 misses a subscriber: the failures the churn test of tests/test_tombs.py met at random.
 """
@@ -16,19 +16,8 @@ import pytest
 from strategies import DIALECTS
 
 import ctrie._atomic as atomic
-import ctrie.cstrie as cstrie_module
-import ctrie.gcas as gcas_module
 from ctrie import CSTrie, Dialect
 from ctrie.gcas import GCAS, gcas_read
-
-
-@pytest.fixture
-def double_read(monkeypatch):
-    """The free-threaded build's reads, on any build."""
-    monkeypatch.setattr(atomic, "FREE_THREADED_BUILD", True)
-    monkeypatch.setattr(cstrie_module, "_FT", True)
-    monkeypatch.setattr(gcas_module, "_FT", True)
-    monkeypatch.setattr(cstrie_module, "_get", lambda r: r.get())  # (the stand-in too)
 
 
 class _ForeignOnce:
@@ -64,7 +53,7 @@ def test_read_returns_only_a_value_two_gets_agree_on(double_read):
 def _trie(dialect: Dialect):
     """A trie whose level below 'a' is an I-node, that level's I-node, a foreign C-node (the
     root C-node of another trie), and the separator."""
-    sep = "/" if dialect is Dialect.MQTT else "."
+    sep = dialect.separator
     t: CSTrie = CSTrie(dialect)
     t.subscribe(sep.join("abc"), "s1")
     t.subscribe(sep.join("ax"), "s2")
@@ -116,7 +105,7 @@ def test_a_subscribe_does_not_follow_a_foreign_node_of_the_same_trie(dialect, do
     """The foreign C-node is another level of the same trie (same generation, so the walk
     would not restart), with a branch of the word the subscribe follows: taken, the pair
     would be stored below 'q' (found by review)."""
-    sep = "/" if dialect is Dialect.MQTT else "."
+    sep = dialect.separator
     t: CSTrie = CSTrie(dialect)
     for pat in ("abc", "ax", "qyz", "qyv", "qw"):
         t.subscribe(sep.join(pat), pat)
@@ -133,7 +122,7 @@ def test_a_subscribe_does_not_follow_a_foreign_node_of_the_same_trie(dialect, do
 @pytest.mark.parametrize("op", ["lookup", "unsubscribe"])
 @pytest.mark.parametrize("dialect", DIALECTS, ids=lambda d: d.value)
 def test_an_operation_that_reads_a_foreign_root_answers_from_the_trie(dialect, op, double_read):
-    sep = "/" if dialect is Dialect.MQTT else "."
+    sep = dialect.separator
     t: CSTrie = CSTrie(dialect)
     t.subscribe(sep.join("ax"), "s2")
     other: CSTrie = CSTrie(dialect)
@@ -147,7 +136,7 @@ def test_an_operation_that_reads_a_foreign_root_answers_from_the_trie(dialect, o
 @pytest.mark.parametrize("dialect", DIALECTS, ids=lambda d: d.value)
 def test_reads_of_a_split_levels_kids_answer_from_the_trie(dialect, double_read):
     """The kid leaves of a wide level, each read wrong once: a lookup and an unsubscribe."""
-    sep = "/" if dialect is Dialect.MQTT else "."
+    sep = dialect.separator
     t: CSTrie = CSTrie(dialect)
     for i in range(200):
         t.subscribe(sep.join(["a", f"w{i}"]), i)
@@ -202,7 +191,7 @@ def test_a_walks_quick_check_compares_by_identity(dialect, double_read):
     """A walk of four I-nodes records three; its quick check re-reads them all. A bad
     re-read must count as "changed", never reach ``__eq__`` (found by review: the check
     compared lists with ``!=``)."""
-    sep = "/" if dialect is Dialect.MQTT else "."
+    sep = dialect.separator
     t: CSTrie = CSTrie(dialect)
     for pat in ("abcd", "abce", "abx", "ay", "z"):
         t.subscribe(sep.join(pat), pat)

@@ -193,8 +193,7 @@ def _crowded(dialect: Dialect, copy: str, form: str = "wildcard") -> tuple[CSTri
     ``*.nyse.ibm``. Returns (trie, the crowded pattern, the topic, the expected answer)."""
     from ctrie.gcas import gcas_read
 
-    sep, single, multi = (("/", "+", "#") if dialect is Dialect.MQTT else
-                          (".", "*", ">" if dialect is Dialect.NATS else "#"))
+    sep, single, multi = dialect.separator, dialect.single, dialect.multi
     topic = sep.join(["stock", "nyse", "ibm"])
     crowd = sep.join(["stock", multi]) if form == "wildcard" else topic
     t: CSTrie = CSTrie(dialect)
@@ -257,7 +256,7 @@ def test_a_trie_that_never_held_a_crowd_unions_without_looking_for_one(dialect, 
     held a SubSet unions them at once, without union_of's scan for one."""
     import ctrie.cstrie as cstrie_module
 
-    sep, single = ("/", "+") if dialect is Dialect.MQTT else (".", "*")
+    sep, single = dialect.separator, dialect.single
     t: CSTrie = CSTrie(dialect)
     for i in range(SUBS_FLAT):  # the most a frozenset holds
         t.subscribe(sep.join(["a", "b"]), i)
