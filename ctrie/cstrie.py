@@ -32,7 +32,8 @@ walk goes *unrecorded* (one walk per lookup at most) when the version it reads o
 its second I-node is the hint (a version that two recorded walks, of any topic, found
 unchanged): it keeps no record, and at the end re-reads the version and its first two
 I-nodes only. If any moved it walks again, recorded, once more at most, outside the bound
-above. (A walk of two reads needs no version: its first read's double collect is its whole
+above. A recorded walk takes the same test first and reads its records only if it fails:
+the records serve the walks that a write overlapped. (A walk of two reads needs no version: its first read's double collect is its whole
 validation. That is a lookup through one wide level, its top and the leaf holding the
 word.) That saves a record and a re-read per I-node read (on the dense workload 14 I-nodes
 a lookup), at the cost of two atomic reads and one wasted walk when a write lands during
@@ -1146,14 +1147,22 @@ class CSTrie(Generic[S]):
                         if _count is not None and not walks:  # (else the loop counts it:
                             _count("rewalk")  # a two-read walk failed before this one)
                         continue
-            # A recorded walk: what the walk used of every I-node but the last must still be
-            # in place (see _revalidate). The common case, no I-node changed, is one
-            # pass in C over every record, by identity (``is_not``: not ``!=``, which would
-            # call ``__eq__`` of whatever a bad read returned, ctrie._atomic); then, if the
-            # version too is unchanged and window-free, it becomes
-            # _calm, or the hint if _calm already held it (a second quiet walk at that
-            # version, of any topic or thread), so that the next lookups may walk
-            # unrecorded. Otherwise
+            # A recorded walk is first held to the unrecorded walk's test, which does not
+            # depend on the records: its v0 was read at the same point (the record step
+            # decides between the two only after reading it), so if v0 is window-free and
+            # still current and r0, r1 still hold m0, m1, the argument above applies word
+            # for word. That holds whenever no write changed the stored pairs during the
+            # walk, and costs three reads where the records cost one per I-node read (and
+            # more again to set up their check). The version then becomes _calm, or the
+            # hint if _calm already held it (a second quiet walk at that version, of any
+            # topic or thread), so that the next lookups may walk unrecorded.
+            elif not v0 % WINDOWS and vc.get() == v0 and r0.get() is m0 and r1.get() is m1:  # type: ignore[union-attr]
+                if v0 != self._quiet:
+                    self._quiet_walk(v0)
+            # Otherwise what the walk used of every I-node but the last must still be in
+            # place (see _revalidate). The common case, no I-node changed, is one pass in C
+            # over every record, by identity (``is_not``: not ``!=``, which would call
+            # ``__eq__`` of whatever a bad read returned, ctrie._atomic). Otherwise
             # _revalidate looks at what changed: parts the walk did not use, or only
             # subscriber sets (whose hits it swaps), cost no new walk.
             elif seen and ((seen[0].get() is not seen[1] if len(seen) == 3 else
@@ -1166,8 +1175,6 @@ class CSTrie(Generic[S]):
                 if res is None:
                     continue
                 return res
-            elif v0 != self._quiet and not v0 % WINDOWS and vc.get() == v0:  # type: ignore[union-attr]
-                self._quiet_walk(v0)  # only ever a window-free version: see the record step
             if not hits:
                 return EMPTY
             if len(hits) == 1:
@@ -1453,6 +1460,11 @@ class CSTrie(Generic[S]):
                         _count("rewalk")
                     walks -= 1
                     continue
+            # A recorded walk is first held to the same test (v0 was read before its first
+            # read too), when v0 is window-free: then its records need no reading.
+            elif not v0 % WINDOWS and vc.get() == v0:  # type: ignore[union-attr]
+                if v0 != self._quiet:
+                    self._quiet_walk(v0)
             elif len(seen) > 3 and True in list(map(is_not, map(_get, seen[::3]),
                                                             seen[1::3])):
                 if _count is not None:
@@ -1463,8 +1475,6 @@ class CSTrie(Generic[S]):
                 # check stricter: a new walk, never a wrong answer).
                 if not self._validate(seen, words or _EMPTY_KEY_PATH):
                     continue
-            elif v0 != self._quiet and not v0 % WINDOWS and vc.get() == v0:  # type: ignore[union-attr]
-                self._quiet_walk(v0)  # as in lookup
             if not hits:
                 return EMPTY
             return (as_frozenset(hits[0]) if len(hits) == 1 else

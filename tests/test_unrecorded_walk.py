@@ -14,6 +14,9 @@ test it.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
 import pytest
 
 from ctrie import CSTrie, matches
@@ -54,6 +57,32 @@ def _settle(t: CSTrie, topic: str, expected) -> None:
         assert t.lookup(topic) == expected
 
 
+@contextmanager
+def _parked_in_their_windows(t: CSTrie, path: str, first: Callable[[], None],
+                             second: Callable[[], None]) -> Iterator[Callable[[], None]]:
+    """Two writes, W1 (``first``) and W2 (``second``), parked inside their windows before
+    their CAS (the step scheduler), so that the version has two windows open. Yields
+    ``arm``: once it is called, the next walk to test a word in the C-node at ``path``
+    has both commit there and then, their windows left open. Both finish on exit."""
+    armed: list[bool] = []
+
+    def commit_both() -> None:
+        if armed:
+            armed.clear()
+            for w in ("W1", "W2"):
+                sched.run_until(w, lambda w=w: sched.at(w) == ("gcas_commit", "after"))
+
+    _instrument(t, path, commit_both, budget=10**6)
+    with StepScheduler() as sched:
+        sched.spawn("W1", first)
+        sched.spawn("W2", second)
+        for w in ("W1", "W2"):
+            assert sched.step(w) == ("inode_cas", "before"), sched.at(w)  # window open
+        assert t._version.get() % WINDOWS == 2
+        yield lambda: armed.append(True)
+        sched.finish()
+
+
 def _inode(t: CSTrie, words: list[str]) -> INode:
     inode = t._read_root()
     for w in words:
@@ -71,8 +100,10 @@ def test_writes_during_an_unrecorded_walk_send_it_walking_again(dialect, primed,
     z; then the walk reads I(a.*) and finds z. {z} alone is the answer of no instant (W1
     came first). After a quiet lookup (the hint set) the walk goes unrecorded, and only the
     content version can tell that the pairs changed under it: it walks again (one
-    "rewalk", no "revalidate") and answers {x, z}. A first lookup records its reads and is
-    repaired by the validation as before."""
+    "rewalk", no "revalidate") and answers {x, z}. A first lookup records its reads; it too
+    is held to the version first (the test it shares with an unrecorded walk), which
+    fails, so its records are checked and the validation repairs it. With a version that
+    never moves, both pass the version's test and answer {z}."""
     sep, star = DIALECTS[dialect]
     t = CSTrie(dialect)
     if variant != "as is":
@@ -96,7 +127,7 @@ def test_writes_during_an_unrecorded_walk_send_it_walking_again(dialect, primed,
     with counting() as c:
         got = t.lookup(topic)
     n = c.snapshot()
-    if variant == "as is" or not primed:
+    if variant == "as is":
         assert got == {"x", "z"}, got
         if primed:
             assert (n["rewalk"], n["revalidate"]) == (1, 0), n
@@ -264,25 +295,67 @@ def test_the_hint_is_never_a_version_with_a_window_open():
         t.subscribe(pat, s)
     topic = "a.b.c"
     assert t.lookup(topic) == frozenset()
-    armed = []
-
-    def commit_both() -> None:
-        if armed:
-            armed.clear()
-            for w in ("W1", "W2"):
-                sched.run_until(w, lambda w=w: sched.at(w) == ("gcas_commit", "after"))
-
-    _instrument(t, "a", commit_both, budget=10**6)
-    with StepScheduler() as sched:
-        sched.spawn("W1", lambda: t.subscribe("a.b.c", "x"))
-        sched.spawn("W2", lambda: t.subscribe("a.*.c", "z"))
-        for w in ("W1", "W2"):
-            assert sched.step(w) == ("inode_cas", "before"), sched.at(w)  # window open
+    with _parked_in_their_windows(t, "a", lambda: t.subscribe("a.b.c", "x"),
+                                  lambda: t.subscribe("a.*.c", "z")) as arm:
         open_version = t._version.get()
-        assert open_version % WINDOWS == 2
         _settle(t, topic, frozenset())  # recorded; nothing changed
         assert t._quiet != open_version, "the hint took a version with windows open"
-        armed.append(True)
+        arm()
         got = t.lookup(topic)
-        sched.finish()
     assert got == {"x", "z"}, got
+
+
+@pytest.mark.parametrize("dialect", list(DIALECTS))
+def test_a_recorded_walk_takes_the_versions_test_only_with_no_window_open(dialect):
+    """A recorded walk is held to the unrecorded walk's test first (the version unchanged,
+    its first two I-nodes too) and then needs no records; but only with a window-free v0.
+    W1 (r.a.b.c -> x) and W2 (r.a.*.c -> z) are parked inside their windows, before their
+    CAS; so no version is window-free and every lookup records. One lookup then has both
+    commit (their windows left open) when it tests 'b' at I(r.a), after its version read
+    and below its first two I-nodes (NATS and MQTT read the version on leaving the second,
+    AMQP before the first): the version still reads v0 at the end, and only the records
+    see W1. {x, z}, the commit order; with the window test left out, {z}."""
+    sep, star = DIALECTS[dialect]
+    p = sep.join
+    t = CSTrie(dialect)
+    for pat, s in ((p(["r", "a", star, "x"]), 1), (p(["r", "a", star, "y"]), 2),
+                   (p(["r", "a", "q"]), 3), (p(["r", "q"]), 4)):
+        t.subscribe(pat, s)
+    topic = p(["r", "a", "b", "c"])
+    with _parked_in_their_windows(t, "r.a", lambda: t.subscribe(p(["r", "a", "b", "c"]), "x"),
+                                  lambda: t.subscribe(p(["r", "a", star, "c"]), "z")) as arm:
+        v0 = t._version.get()
+        arm()
+        with counting() as c:
+            got = t.lookup(topic)
+        assert t._version.get() == v0, "the schedule no longer keeps the version still"
+    assert got == {"x", "z"}, got
+    assert c.snapshot()["revalidate"] >= 1, c.snapshot()
+
+
+def test_a_recorded_walk_with_no_write_during_it_reads_no_record(monkeypatch):
+    """The version's test spares a recorded walk its records: after a write (so that the
+    hint is stale and the lookup records), a forking lookup reading four I-nodes checks its
+    three records only if a write lands during the walk. The records' check is counted
+    through ``ctrie.cstrie._get``, which it alone calls."""
+    from ctrie import cstrie
+
+    t = CSTrie()
+    for i, pat in enumerate(("a.b.b", "a.b.*", "a.*.b", "a.*.*")):
+        t.subscribe(pat, i)
+    calls = []
+    real = cstrie._get
+    monkeypatch.setattr(cstrie, "_get", lambda ref: calls.append(ref) or real(ref))
+    for j in range(3):
+        t.subscribe("a.unrelated", j)  # moves the version: the next lookup records
+        t.unsubscribe("a.unrelated", j)
+        with counting() as c:
+            assert t.lookup("a.b.b") == {0, 1, 2, 3}
+        assert c.snapshot()["revalidate"] == 0
+    assert calls == [], "a recorded walk with nothing written during it read its records"
+    # A write during the walk (when it tests 'b' at I(a.b)): the version moved, so the
+    # records are read, and they show that nothing the walk used changed.
+    _instrument(t, "a.b", lambda: t.subscribe("a.unrelated", "w"), budget=1)
+    t.subscribe("a.other", 0)
+    assert t.lookup("a.b.b") == {0, 1, 2, 3}
+    assert len(calls) >= 3, calls
