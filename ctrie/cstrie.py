@@ -33,9 +33,9 @@ its second I-node is the hint (a version that two recorded walks, of any topic, 
 unchanged): it keeps no record, and at the end re-reads the version and its first two
 I-nodes only. If any moved it walks again, recorded, once more at most, outside the bound
 above. A recorded walk takes the same test first and reads its records only if it fails:
-the records serve the walks that a write overlapped. (A walk of two reads needs no version: its first read's double collect is its whole
-validation. That is a lookup through one wide level, its top and the leaf holding the
-word.) That saves a record and a re-read per I-node read (on the dense workload 14 I-nodes
+the records serve the walks that a write overlapped. (A walk of two reads needs no
+version: its first read's double collect is its whole validation. That is a lookup
+through one wide level, its top and the leaf holding the word.) That saves a record and a re-read per I-node read (on the dense workload 14 I-nodes
 a lookup), at the cost of two atomic reads and one wasted walk when a write lands during
 it. The hint keeps those rare under steady writes; it takes two quiet walks because one
 is a poor forecast beside a writer that commits about as often as lookups complete (an
@@ -1156,7 +1156,8 @@ class CSTrie(Generic[S]):
             # more again to set up their check). The version then becomes _calm, or the
             # hint if _calm already held it (a second quiet walk at that version, of any
             # topic or thread), so that the next lookups may walk unrecorded.
-            elif not v0 % WINDOWS and vc.get() == v0 and r0.get() is m0 and r1.get() is m1:  # type: ignore[union-attr]
+            elif (not v0 % WINDOWS and vc.get() == v0  # type: ignore[union-attr]
+                  and r0.get() is m0 and r1.get() is m1):
                 if v0 != self._quiet:
                     self._quiet_walk(v0)
             # Otherwise what the walk used of every I-node but the last must still be in
