@@ -33,15 +33,16 @@ its second I-node is the hint (a version that two recorded walks, of any topic, 
 unchanged): it keeps no record, and at the end re-reads the version and its first two
 I-nodes only. If any moved it walks again, recorded, once more at most, outside the bound
 above. A recorded walk takes the same test first and reads its records only if it fails:
-the records serve the walks that a write overlapped. (A walk of two reads needs no
-version: its first read's double collect is its whole validation. That is a lookup
-through one wide level, its top and the leaf holding the word.) That saves a record and a re-read per I-node read (on the dense workload 14 I-nodes
-a lookup), at the cost of two atomic reads and one wasted walk when a write lands during
-it. The hint keeps those rare under steady writes; it takes two quiet walks because one
-is a poor forecast beside a writer that commits about as often as lookups complete (an
-inbox-churning writer on 3.13t: 21 % of lookups walked twice with one, 4 % with two). What
-the version costs beside writers that never touch the lookup's path (every reader reads a
-counter every write moves) is measured by the ``starvation`` experiment.
+the records serve the walks that a write overlapped. (A walk of two reads needs no version:
+its first read's double collect is its whole validation. That is a lookup through one wide
+level, its top and the leaf holding the word.) That saves a record and a re-read per I-node
+read (on the dense workload 14 I-nodes a lookup), at the cost of two atomic reads and one
+wasted walk when a write lands during it. The hint keeps those rare under steady writes; it
+takes two quiet walks because one is a poor forecast beside a writer that commits about as
+often as lookups complete (an inbox-churning writer on 3.13t: 21 % of lookups walked twice
+with one, 4 % with two). What the version costs beside writers that never touch the
+lookup's path (every reader reads a counter every write moves) is measured by the
+``starvation`` experiment.
 
 Path compression: where only one pattern continues below a branch, its remaining words sit
 in an S-node (:class:`~ctrie.nodes.SNode`) in the branch instead of a chain of one-branch
@@ -1163,7 +1164,7 @@ class CSTrie(Generic[S]):
             # Otherwise what the walk used of every I-node but the last must still be in
             # place (see _revalidate). The common case, no I-node changed, is one pass in C
             # over every record, by identity (``is_not``: not ``!=``, which would call
-            # ``__eq__`` of whatever a bad read returned, ctrie._atomic). Otherwise
+            # ``__eq__`` of whatever a bad read returned, ctrie._atomic). If one changed,
             # _revalidate looks at what changed: parts the walk did not use, or only
             # subscriber sets (whose hits it swaps), cost no new walk.
             elif seen and ((seen[0].get() is not seen[1] if len(seen) == 3 else
