@@ -84,8 +84,8 @@ from __future__ import annotations
 import enum
 import inspect
 import time
-from operator import is_not
 from collections.abc import Collection, Hashable, Iterator
+from operator import is_not
 from typing import TYPE_CHECKING, Any, Final, Generic, Literal, Optional
 
 from cereggii import AtomicInt64, AtomicRef
@@ -1162,15 +1162,13 @@ class CSTrie(Generic[S]):
                 if v0 != self._quiet:
                     self._quiet_walk(v0)
             # Otherwise what the walk used of every I-node but the last must still be in
-            # place (see _revalidate). The common case, no I-node changed, is one pass in C
-            # over every record, by identity (``is_not``: not ``!=``, which would call
-            # ``__eq__`` of whatever a bad read returned, ctrie._atomic). If one changed,
-            # _revalidate looks at what changed: parts the walk did not use, or only
-            # subscriber sets (whose hits it swaps), cost no new walk.
+            # place (see _revalidate). The common case, no I-node changed, is one pass over
+            # the records (_records_moved; one or two written out, without the call). If
+            # one changed, _revalidate looks at what changed: parts the walk did not use,
+            # or only subscriber sets (whose hits it swaps), cost no new walk.
             elif seen and ((seen[0].get() is not seen[1] if len(seen) == 3 else
                          seen[0].get() is not seen[1] or seen[3].get() is not seen[4]
-                         if len(seen) == 6 else
-                         True in list(map(is_not, map(_get, seen[::3]), seen[1::3])))):
+                         if len(seen) == 6 else _records_moved(seen))):
                 if _count is not None:
                     _count("revalidate")
                 res = self._revalidate(seen, hits, words, dollar, (ref, m, k))
@@ -1304,7 +1302,7 @@ class CSTrie(Generic[S]):
         """
         n = len(words)
         for attempt in range(_REVALIDATIONS):
-            if attempt and True not in list(map(is_not, map(_get, seen[::3]), seen[1::3])):
+            if attempt and not _records_moved(seen):
                 break  # nothing changed since the last pass: nothing to swap
             again = False
             for j in range(0, len(seen), 3):
@@ -1467,8 +1465,7 @@ class CSTrie(Generic[S]):
             elif not v0 % WINDOWS and vc.get() == v0:  # type: ignore[union-attr]
                 if v0 != self._quiet:
                     self._quiet_walk(v0)
-            elif len(seen) > 3 and True in list(map(is_not, map(_get, seen[::3]),
-                                                            seen[1::3])):
+            elif len(seen) > 3 and _records_moved(seen):
                 if _count is not None:
                     _count("revalidate")
                 # The empty key's walk used the root's branch of the reserved word too:
@@ -1812,6 +1809,16 @@ class CSTrie(Generic[S]):
 
 
 _get = AtomicRef.get
+
+
+def _records_moved(seen: list[Any]) -> bool:
+    """Whether any record of a walk (triples of AtomicRef, main node read, word index) no
+    longer holds the main node it read: one pass in C, O(records). By identity (``is_not``,
+    not ``!=``, which would call the ``__eq__`` of whatever a bad read returned: see
+    ctrie._atomic), so a wrong object only ever reads as "moved"."""
+    return True in list(map(is_not, map(_get, seen[::3]), seen[1::3]))
+
+
 #: The path of the AMQP empty key (zero words) in the trie: the root's branch of the reserved
 #: word (:data:`ctrie.topics.EMPTY_KEY_WORD`). Never mutated.
 _EMPTY_KEY_PATH = [EMPTY_KEY_WORD]

@@ -321,7 +321,6 @@ def as_frozenset(subs: Subscribers) -> frozenset[Any]:
     return subs.frozen() if type(subs) is SubSet else subs
 
 
-
 def union_of(hits: list[Subscribers]) -> frozenset[Any]:
     """The union of subscriber sets, any of them SubSets, as one frozenset. Each SubSet
     goes in as its materialised frozenset (:meth:`SubSet.frozen`, cached): ``union`` then
