@@ -665,7 +665,7 @@ class CSTrie(Generic[S]):
             else:
                 nm = TNode()  # last branch of a non-root C-node: entomb the I-node
             if (parent is not None and type(nm) is CNode and len(nm.branches) == 1
-                    and nm.kids is None and not nm.shift):  # _contracted's own test, first
+                    and nm.kids is None and not nm.shift):  # (_contracted's precondition)
                 nm = self._contracted(nm)
             # Linearization point: the commit of this GCAS (one pair fewer).
             if not GCAS(inode, m, nm, self, delta=nm.npairs - m.npairs - moved):
@@ -673,13 +673,17 @@ class CSTrie(Generic[S]):
             if type(nm) is not TNode:
                 return True  # no tomb made here: no clean-up is ours to do
             break
-        # The pair is removed. Climb back up, hash levels included.
+        # The pair is removed. Climb back up, hash levels included. ``inode`` holds the
+        # tomb ``nm``, committed above: a tomb is final, so neither the test below nor the
+        # clean-up reads it again; the levels above are read.
+        tomb: Optional[TNode] = nm
         while parent is not None:
-            if self._is_tomb(inode):
+            if tomb is not None or self._is_tomb(inode):
                 # Scala's cleanParent: this I-node is a tomb now; take it out of the parent
                 # so the trie stays compact. The parent, entombed in turn, goes next level up.
                 while True:
-                    done = self._compress_branch(parent, inode, pword, parent is root, startgen)
+                    done = self._compress_branch(parent, inode, pword, parent is root, startgen,
+                                                 tomb)
                     if done is None:
                         # Not under ``parent`` any more: compressed by another thread, or
                         # moved into a kid leaf by a split of that level. Finish from the
@@ -693,6 +697,7 @@ class CSTrie(Generic[S]):
                         # cleans the whole path; the levels above are frozen too.
                         self._clean_path(words)
                         return True
+            tomb = None
             inode, parent, pword = frames.pop()
         return True
 
@@ -762,7 +767,8 @@ class CSTrie(Generic[S]):
             i += step
 
     def _compress_branch(self, parent: Optional[INode], tombed: INode, word: Optional[str],
-                         parent_is_root: bool, startgen: Gen) -> Optional[bool]:
+                         parent_is_root: bool, startgen: Gen,
+                         tm: Optional[TNode] = None) -> Optional[bool]:
         """Take the entombed I-node ``tombed`` out of ``parent``'s branch ``word``.
 
         Returns True when it is done here (or there was nothing to do), False when the GCAS
@@ -804,9 +810,11 @@ class CSTrie(Generic[S]):
         if parent.gen is not startgen and not self._readonly:
             return True  # frozen by a snapshot: cleaned after renewal by a later writer
         single, multi = self._single, self._multi
-        tm = gcas_read(tombed, self)  # a tomb is final: this is the one it holds
-        if type(tm) is not TNode:
-            return True  # (only a broken GCAS, as the tests' mutants, un-entombs a node)
+        if tm is None:  # (the remover that committed the tomb passes it: it is final)
+            held = gcas_read(tombed, self)
+            if type(held) is not TNode:
+                return True  # (only a broken GCAS, as the tests' mutants, un-entombs a node)
+            tm = held
         sn = tm.sn
         if b.subs or sn is not None:
             # (``replaced``: the word's own set, if it becomes the value alone, is copied.)
@@ -816,7 +824,8 @@ class CSTrie(Generic[S]):
             npm = pm.removed(word, single, multi)
         else:
             npm = TNode()
-        if not parent_is_root and type(npm) is CNode:
+        if (not parent_is_root and type(npm) is CNode and len(npm.branches) == 1
+                and npm.kids is None and not npm.shift):  # (_contracted's precondition)
             npm = self._contracted(npm)  # the parent may now hold one pattern in turn
         # The tomb's pairs move up into the parent: the count does not change.
         return GCAS(parent, pm, npm, self, delta=npm.npairs - pm.npairs - tm.npairs)
@@ -828,16 +837,17 @@ class CSTrie(Generic[S]):
         clean-up then puts the S-node in the I-node's place, so after any history a path
         that holds one pattern is one S-node, as in a trie built fresh (tails of up to
         ``_CONTRACT_MAX`` words: folding longer ones level by level would be quadratic).
-        O(_CONTRACT_MAX)."""
-        if m.kids is not None or m.shift or len(m.branches) != 1:
-            return m
-        for w, b in m.branches.items():
-            if type(b) is SNode:  # an S-node alone: the one pattern goes on below
-                if len(b.words) < _CONTRACT_MAX:
-                    # ([w] + words: sized exactly, where a display with * over-allocates.)
-                    return TNode(SNode([w] + b.words, b.subs, self._single, self._multi), m)
-            elif type(b) is not Branch:  # a set alone: the one pattern ends here
-                return TNode(SNode([w], b, self._single, self._multi), m)
+        O(_CONTRACT_MAX).
+
+        Precondition, which the callers test inline (a call less on most writes): ``m`` is
+        a word level (no kids, shift 0) with exactly one branch."""
+        (w, b), = m.branches.items()
+        if type(b) is SNode:  # an S-node alone: the one pattern goes on below
+            if len(b.words) < _CONTRACT_MAX:
+                # ([w] + words: sized exactly, where a display with * over-allocates.)
+                return TNode(SNode([w] + b.words, b.subs, self._single, self._multi), m)
+        elif type(b) is not Branch:  # a set alone: the one pattern ends here
+            return TNode(SNode([w], b, self._single, self._multi), m)
         return m
 
     # --- lookup -----------------------------------------------------------------------------
