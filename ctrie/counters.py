@@ -8,8 +8,9 @@ like "slower operations". :class:`Counters`, installed with :func:`counting`, co
   met a snapshot's RDCSS in progress, or a restart;
 - ``"frozen"``: a lookup gave up on validated walks and walked a frozen root instead (not
   also counted as a ``"rewalk"``);
-- ``"revalidate"``: a lookup's quick check failed and it looked at what changed (which may
-  repair the result without a new walk, or end in a ``"rewalk"``);
+- ``"revalidate"``: a lookup re-read the I-nodes its walk had recorded, found one that
+  had moved, and looked at what changed (which may repair the result without a new walk,
+  or end in a ``"rewalk"``);
 - ``"gcas_fail"``: a GCAS that did not commit (the I-node changed first, or a snapshot
   intervened);
 - ``"write_retry"``: a subscribe or unsubscribe that started again from the root.

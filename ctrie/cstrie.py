@@ -1277,9 +1277,9 @@ class CSTrie(Generic[S]):
 
     def _revalidate(self, seen: list[Any], hits: list[Subscribers], words: list[str],
                     dollar: bool, last: Optional[tuple[Any, ...]]) -> Optional[frozenset[Any]]:
-        """After a recorded lookup walk that the version's test did not settle: the walk's
-        result, repaired where only subscriber sets changed, or None if the walk must be
-        done again.
+        """After a lookup walk that its cheaper test did not settle (the version's, or for a
+        walk of two reads the first read's double collect): the walk's result, repaired
+        where only subscriber sets changed, or None if the walk must be done again.
 
         ``seen`` holds a triple (AtomicRef, main node read, word index) for every I-node the
         walk read but the last, ``last`` that triple of the last read; ``hits`` the
@@ -1849,7 +1849,7 @@ _MAX_WALKS = 2
 
 # The lookup walk indexes a level's kids with ``hash(w) & 31`` (kid_index at shift 0).
 assert KID_MASK == 31
-#: Passes of :meth:`CSTrie._revalidate` after each walk whose quick check failed.
+#: At most this many passes of :meth:`CSTrie._revalidate` for each walk it checks.
 _REVALIDATIONS = 3
 
 

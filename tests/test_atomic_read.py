@@ -15,19 +15,31 @@ from __future__ import annotations
 import pytest
 from strategies import DIALECTS
 
+from linearizability import Op, check, make_spec
+from test_cache import _ReadThen
+from test_lookup_validation import _inode_at, _recorded_lookup, _TrippingRef, _writes
+
 import ctrie._atomic as atomic
-from ctrie import CSTrie, Dialect
+from ctrie import CSTrie, Dialect, matches
 from ctrie.gcas import GCAS, gcas_read
+from ctrie.nodes import CNode
+
+SPEC = make_spec(lambda p, t: matches(p, t, "nats"))
 
 
 class _ForeignOnce:
     """Stands in for an AtomicRef: its ``at``-th ``get()`` returns ``foreign``, an object
-    never stored in it; the others read the reference."""
+    never stored in it; the others read the reference. Reads made while ``paused`` (an
+    adversary's writes) are neither counted nor fooled."""
+
+    paused = False
 
     def __init__(self, ref, foreign, at: int = 1) -> None:
         self.ref, self.foreign, self.at, self.calls = ref, foreign, at, 0
 
     def get(self):
+        if self.paused:
+            return self.ref.get()
         self.calls += 1
         return self.foreign if self.calls == self.at else self.ref.get()
 
@@ -186,18 +198,86 @@ class _Touchy:
     __hash__ = object.__hash__
 
 
+@pytest.mark.parametrize("write", [False, True], ids=["quiet", "a write during the walk"])
 @pytest.mark.parametrize("dialect", DIALECTS, ids=lambda d: d.value)
-def test_a_walks_quick_check_compares_by_identity(dialect, double_read):
-    """A walk of four I-nodes records three; its quick check re-reads them all. A bad
-    re-read must count as "changed", never reach ``__eq__`` (found by review: the check
-    compared lists with ``!=``)."""
+def test_a_walks_checks_compare_by_identity(dialect, write, double_read):
+    """A walk of four I-nodes records three. Its first check, the version's test, re-reads
+    the first of them (the root); with a write during the walk the version has moved and
+    that test fails before it, and the records are re-read instead (the repair's first
+    pass, in C). Either way the third get() of the root is a bad read: it must count as
+    "changed", never reach ``__eq__`` (found by review: the check compared lists with
+    ``!=``; the second case, by the review of 84d8f7d, where the first case alone no longer
+    reached the records)."""
     sep = dialect.separator
     t: CSTrie = CSTrie(dialect)
-    for pat in ("abcd", "abce", "abx", "ay", "z"):
+    for pat in ("abcd", "abce", "abx", "ay", "z", "qr", "qs"):
         t.subscribe(sep.join(pat), pat)
     root = t._read_root()
-    # The walk reads the root's main twice (the double read), then the check re-reads it.
-    root.main = _ForeignOnce(root.main, _Touchy(), at=3)
+    abc = _inode_at(t, "a.b.c")
+    # The walk reads the root's main twice (the double read), then a check re-reads it.
+    bad = root.main = _ForeignOnce(root.main, _Touchy(), at=3)
+    if write:
+        def write_elsewhere():  # at I(q) only: no I-node the walk reads moves
+            bad.paused = True
+            try:
+                t.subscribe(sep.join("qt"), "qt")
+            finally:
+                bad.paused = False
+
+        abc.main = _ReadThen(abc.main, write_elsewhere)
     got = t.lookup(sep.join("abcd"))
-    root.main = root.main.ref
+    calls = bad.calls
+    root.main, abc.main = bad.ref, getattr(abc.main, "ref", abc.main)
+    # (A quiet AMQP walk re-reads no I-node: its version's test reads the version alone.)
+    if write or dialect.value != "amqp":
+        assert calls >= 3, "the bad read was never made"
     assert got == {"abcd"}
+
+
+def _copy_of(m: CNode) -> CNode:
+    """A C-node equal to ``m`` field for field that was never stored anywhere: what a bad
+    read returns when the freed node's memory holds a node of the same shape."""
+    c = CNode.__new__(CNode)
+    for cls in CNode.__mro__:
+        for name in getattr(cls, "__slots__", ()):
+            setattr(c, name, getattr(m, name))
+    return c
+
+
+def test_a_repair_confirms_a_moved_record_before_judging_it(double_read):
+    """The repair's pass re-reads its records in one batch; on a free-threaded build each
+    record that reads as moved is read again (ctrie._atomic) before it is judged. Here the
+    bad read returns a copy of the very node the walk read: same branches, never stored.
+    The walk of 'p.a.b.c' reads I(p.a.*) last; at that read W1 unsubscribes 'p.a.b.c' (a
+    part of I(p.a) the walk used) and W2 subscribes 'p.a.*.c' -> z, which the read sees.
+    Judged as read, the copy would pass for I(p.a) and the lookup would answer 1 and z
+    together, which held at no instant (W1 came before W2); confirmed, the real node shows
+    'b' gone, and the lookup walks again."""
+    t: CSTrie = CSTrie()
+    initial = {("p.a.b.c", 1), ("p.a.*.c", 2), ("p.a.*.d", 2), ("p.q", 9)}
+    for p, s in sorted(initial, key=str):
+        t.subscribe(p, s)
+    pa = _inode_at(t, "p.a")
+    walked = gcas_read(pa, t)
+    star = walked.pwc.inode
+    history: list[Op] = []
+    writes = _writes(t, [("unsub", "p.a.b.c", 1), ("sub", "p.a.*.c", "z")], history)
+
+    def adversary():
+        bad.paused = True  # the writers' own reads of I(p.a)
+        try:
+            writes()
+        finally:
+            bad.paused = False
+
+    star.main = _TrippingRef(star.main, {1: adversary})
+    # I(p.a): the walk's two gets (the double read), then the repair's first pass (three
+    # records: the root, p, p.a) gets the copy.
+    bad = pa.main = _ForeignOnce(pa.main, _copy_of(walked), at=3)
+    got = _recorded_lookup(t, "p.a.b.c", history)
+    calls = bad.calls
+    star.main, pa.main = star.main.ref, bad.ref
+    assert calls >= 3, "the bad read was never made"
+    assert check(history, SPEC, initial=frozenset(initial)) is True, (got, history)
+    assert got == {2, "z"}, got
+    t.check()

@@ -351,13 +351,14 @@ class _TrippingRef:
         return getattr(self.ref, name)
 
 
-def test_a_repair_that_swapped_a_set_checks_everything_again(monkeypatch):
-    """A swap makes the repaired result that of a later instant, so the I-nodes re-read
-    before it in the same pass must be looked at again. While the walk of 'a.b.c' reads
-    'a.*', W0 adds h0b to 'a.>' and W1 adds 'a.*.c' -> y: the repair must swap both in. In
-    its first pass, after it re-read 'a' and while it re-reads 'a.b', W2 adds h1 to 'a.>'
-    and W3 adds 'a.*.c' -> z; the pass then swaps y and z in at 'a.*'. Stopping there
-    would answer z without h1, although W2 came before W3: another pass must take h1 in."""
+def test_a_repair_that_swapped_a_set_checks_everything_again():
+    """A swap makes the repaired result that of a later instant, so after a pass that
+    swapped every I-node must be looked at again. While the walk of 'a.b.c' reads 'a.*'
+    (its last read), W0 adds h0b to 'a.>' and W1 adds 'a.*.c' -> y. The repair's first pass
+    re-reads 'a' (moved by W0) and then 'a.b'; at that read W2 adds h1 to 'a.>' (at 'a',
+    re-read already) and W3 subscribes 'a.b.c' -> hc. The pass swaps h0b in at 'a' and hc
+    at 'a.b': ending there would answer hc without h1, although W2 came before W3 (the
+    checker rejects it). Another pass must take h1 in."""
     t = _forking_trie()
     t.subscribe("a.>", "h0")
     t.subscribe("a.*.e", 3)
@@ -366,21 +367,20 @@ def test_a_repair_that_swapped_a_set_checks_everything_again(monkeypatch):
     inode = _inode_at(t, "a.b")
     # calls: the walk's read, then the repair's first pass (with more than two records the
     # quick check is that pass): trip on that one
-    inode.main = _TrippingRef(inode.main, {2: _subscribes(t, [("a.>", "h1"), ("a.*.c", "z")],
+    inode.main = _TrippingRef(inode.main, {2: _subscribes(t, [("a.>", "h1"), ("a.b.c", "hc")],
                                                           history)})
-    monkeypatch.setattr(cstrie_module, "_get", lambda r: r.get())  # the quick check too
     result = _recorded_lookup(t, "a.b.c", history)
     assert inode.main.calls >= 2, "the repair never re-read 'a.b'"
     inode.main = inode.main.ref
     initial = frozenset({("a.b.c", 1), ("a.b.d", 1), ("a.*.c", 2), ("a.*.d", 2), ("a.*.e", 3),
                          ("a.>", "h0")})
     assert check(history, SPEC, initial=initial) is True, (result, history)
-    assert result == frozenset({1, 2, "h0", "h0b", "h1", "y", "z"}), result
+    assert result == frozenset({1, 2, "h0", "h0b", "h1", "hc", "y"}), result
     t.check()
 
 
 @pytest.mark.parametrize("dialect", ["nats", "mqtt"])
-def test_a_repair_never_takes_an_empty_set_for_one_that_stayed_empty(dialect, monkeypatch):
+def test_a_repair_never_takes_an_empty_set_for_one_that_stayed_empty(dialect):
     """Found by review. A lookup of 'a.b' takes the sets of 'a.b' (at I(a)) and '*.b' (at
     I(*)). Writes land inside it so that one of the two patterns has a subscriber at every
     instant, yet each of the walk's two reads finds its own one empty, and each set goes
@@ -405,9 +405,8 @@ def test_a_repair_never_takes_an_empty_set_for_one_that_stayed_empty(dialect, mo
                                      2: w(("sub", sb, "y1"), ("unsub", ab, "x1"))})
     istar.main = _TrippingRef(istar.main, {1: w(("sub", ab, "x1"), ("unsub", sb, "y0")),
                                            2: w(("sub", ab, "x2"), ("unsub", sb, "y1"))})
-    monkeypatch.setattr(cstrie_module, "_get", lambda r: r.get())  # the quick check too
     result = _recorded_lookup(t, ab, history)
-    assert (ia.main.calls, istar.main.calls) >= (3, 2), "the schedule did not run"
+    assert ia.main.calls >= 3 and istar.main.calls >= 2, "the schedule did not run"
     ia.main, istar.main = ia.main.ref, istar.main.ref
     spec = make_spec(lambda p, tp: matches(p, tp, dialect))
     assert check(history, spec, initial=frozenset(initial)) is True, (result, history)
@@ -415,7 +414,7 @@ def test_a_repair_never_takes_an_empty_set_for_one_that_stayed_empty(dialect, mo
 
 
 @pytest.mark.parametrize("topic", ["zz", "zz.b"], ids=["ends at the level", "goes on below '*'"])
-def test_a_wide_level_without_a_kid_for_the_word_is_read_once(topic, monkeypatch):
+def test_a_wide_level_without_a_kid_for_the_word_is_read_once(topic):
     """Found by review. At a split level whose kid for the topic word is missing, the top
     stays the walk's current read; it was recorded once before looking for the kid and
     again as the current read, so a change of its '>' subscribers was swapped at the first
@@ -451,7 +450,6 @@ def test_a_wide_level_without_a_kid_for_the_word_is_read_once(topic, monkeypatch
             counter.paused = False
 
     root.main = _TrippingRef(root.main, {2: adversary})
-    monkeypatch.setattr(cstrie_module, "_get", lambda r: r.get())
     t._root = counter
     result = _recorded_lookup(t, topic, history)
     walks = counter.walks
@@ -502,7 +500,7 @@ def test_a_tomb_kid_read_after_the_top_leaves_the_top_checked(dialect, level):
 
 
 @pytest.mark.parametrize("topic", ["x", "x.b"], ids=["ends at the level", "goes on below '*'"])
-def test_a_tomb_kid_costs_no_second_walk(topic, monkeypatch):
+def test_a_tomb_kid_costs_no_second_walk(topic):
     """Found by review. A kid leaf that is a tomb not yet compressed out (its unsubscriber
     parked right after its commit) is read as an empty leaf. The top, read before it,
     was once recorded twice (as a record and again as the current read), so when the
@@ -524,7 +522,6 @@ def test_a_tomb_kid_costs_no_second_walk(topic, monkeypatch):
         assert type(gcas_read(kid, t)).__name__ == "TNode", "the kid is no tomb"
         assert top.kids[kid_index(top, "x")] is kid, "the tomb was compressed out already"
         root.main = _ReadThen(root.main, lambda: t.subscribe(">", "H2"))
-        monkeypatch.setattr(cstrie_module, "_get", lambda r: r.get())  # the stand-in too
         with counting() as c:
             got = t.lookup(topic)
         root.main = root.main.ref
@@ -662,7 +659,6 @@ def test_the_empty_keys_branch_is_validated(variant, level, monkeypatch):
     history: list[Op] = []
     below.main = _TrippingRef(below.main, {1: _writes(t, [("unsub", "", "x"), ("sub", "#.#", "y")],
                                                       history)})
-    monkeypatch.setattr(cstrie_module, "_get", lambda r: r.get())  # the quick check too
     result = _recorded_lookup(t, "", history)
     below.main = below.main.ref
     assert len(history) == 3, "the writes did not run inside the lookup"
@@ -796,8 +792,7 @@ def test_a_repair_walks_again_when_a_child_changed(variant, monkeypatch):
 
 
 def _come_and_go(t: CSTrie, dialect: str, initial: set, ia: INode, istar: INode, topic: str,
-                 arrive: list[tuple[str, object]], leave: list[tuple[str, object]],
-                 monkeypatch) -> frozenset:
+                 arrive: list[tuple[str, object]], leave: list[tuple[str, object]]) -> frozenset:
     """The schedule of the two tests below: a lookup of ``topic`` reads ``ia`` and then
     ``istar`` last. At its read of ``istar`` the pairs ``arrive`` are subscribed, in order;
     at the quick check's re-read of ``ia`` the pairs ``leave`` are unsubscribed. Returns the
@@ -806,9 +801,8 @@ def _come_and_go(t: CSTrie, dialect: str, initial: set, ia: INode, istar: INode,
     w = lambda *ops: _writes(t, list(ops), history)  # noqa: E731
     istar.main = _TrippingRef(istar.main, {1: w(*(("sub", p, s) for p, s in arrive))})
     ia.main = _TrippingRef(ia.main, {2: w(*(("unsub", p, s) for p, s in leave))})
-    monkeypatch.setattr(cstrie_module, "_get", lambda r: r.get())
     result = _recorded_lookup(t, topic, history)
-    assert (istar.main.calls, ia.main.calls) >= (1, 2), "the schedule did not run"
+    assert istar.main.calls >= 1 and ia.main.calls >= 2, "the schedule did not run"
     ia.main, istar.main = ia.main.ref, istar.main.ref
     spec = make_spec(lambda p, tp: matches(p, tp, dialect))
     assert check(history, spec, initial=frozenset(initial)) is True, (result, history)
@@ -825,7 +819,7 @@ _LONG = ".".join(f"t{i}" for i in range(70))
 
 
 @pytest.mark.parametrize("dialect, what", CAME_AND_WENT)
-def test_a_part_that_came_and_went_during_a_lookup_is_seen(dialect, what, monkeypatch):
+def test_a_part_that_came_and_went_during_a_lookup_is_seen(dialect, what):
     """Found in stop 36 (the child case is older than it). At I(a) a lookup of 'a.w.z'
     finds that 'w' has no child (the pattern 'a.w' ends there) and goes on under '*'. While
     the walk reads I(*), W1 gives 'w' a child (subscribes 'a.w.z' -> x2) and W2 subscribes
@@ -864,14 +858,14 @@ def test_a_part_that_came_and_went_during_a_lookup_is_seen(dialect, what, monkey
     istar = gcas_read(ia, t).pwc.inode
     assert type(istar) is INode
     result = _come_and_go(t, dialect, initial, ia, istar, topic, [(f(p), s) for p, s in ups],
-                          [(f(p), s) for p, s in downs], monkeypatch)
+                          [(f(p), s) for p, s in downs])
     assert result == (frozenset() if what == "subscribers" else frozenset({2})), result
     t.check()
 
 
 @pytest.mark.parametrize("dialect", ["nats", "mqtt"])
 @pytest.mark.parametrize("word", ["w", "*"], ids=["literal", "one-level wildcard"])
-def test_an_s_node_that_went_into_a_branch_and_came_back_is_a_new_value(dialect, word, monkeypatch):
+def test_an_s_node_that_went_into_a_branch_and_came_back_is_a_new_value(dialect, word):
     """Found by the review of 2291e06 (helper-33), which covered this ABA in MQTT only. At
     I(a) the word (a literal, or the one-level wildcard) holds the S-node of 'a.<word>.x'
     alone; a lookup of 'a.w' reads it (no subscribers of its own) and goes on at the root's
@@ -893,7 +887,7 @@ def test_an_s_node_that_went_into_a_branch_and_came_back_is_a_new_value(dialect,
     assert type(before) is SNode and type(istar) is INode
     mine, theirs = (f("a." + word), "x2"), (f("*.w"), "z2")
     result = _come_and_go(t, dialect, initial, ia, istar, f("a.w"), [mine, theirs],
-                          [theirs, mine], monkeypatch)
+                          [theirs, mine])
     after = gcas_read(ia, t).branches[key]
     assert type(after) is SNode and after is not before
     assert result == frozenset({2}), result
