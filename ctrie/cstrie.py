@@ -1310,9 +1310,9 @@ class CSTrie(Generic[S]):
         n = len(words)
         for attempt in range(_REVALIDATIONS):
             # The pass's re-reads, one per record in order, made in C; only the records
-            # that moved are then judged in Python. (A Python loop over the records cost
-            # 190 ns a record on 3.13t: 2.8 us for the 15 of a fork of depth 4, for the one
-            # that a writer beside it had moved.)
+            # that moved are then judged in Python. (Read one by one in Python, the 15
+            # records of a fork of depth 4 cost 2.8 us on 3.13t, where a writer beside the
+            # lookup had moved one of them.)
             cur = list(map(_get, seen[::3]))
             moved = list(map(is_not, cur, seen[1::3]))
             if True not in moved:
@@ -1326,7 +1326,7 @@ class CSTrie(Generic[S]):
                 if _FT and ref.get() is not m2:  # (ctrie._atomic: ``_get`` is one get())
                     m2 = read(ref)
                     if m2 is m:
-                        continue  # the first get() had returned another object: unmoved
+                        continue  # m after all: a bad first get(), or an aborted GCAS undone
                 k = seen[j + 2]
                 # Whether the walk used no child of the word's branch or the '*' branch
                 # here: the topic ended at this word, and the dialect matches no parent.

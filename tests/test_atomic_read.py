@@ -203,10 +203,10 @@ class _Touchy:
 def test_a_walks_checks_compare_by_identity(dialect, write, double_read):
     """A walk of four I-nodes records three. Its first check, the version's test, re-reads
     the first of them (the root); with a write during the walk the version has moved and
-    that test fails before it, and the records are re-read instead (the repair's first
-    pass, in C). Either way the third get() of the root is a bad read: it must count as
-    "changed", never reach ``__eq__`` (found by review: the check compared lists with
-    ``!=``; the second case, by the review of 84d8f7d, where the first case alone no longer
+    that test fails before it, and the records are re-read instead, in C (in NATS and MQTT
+    the repair's first pass). Either way the third get() of the root is a bad read: it must
+    count as "changed", never reach ``__eq__`` (found by review: the check compared lists
+    with ``!=``; the second case by the review of 271ca5b: the first alone no longer
     reached the records)."""
     sep = dialect.separator
     t: CSTrie = CSTrie(dialect)
