@@ -1309,10 +1309,10 @@ class CSTrie(Generic[S]):
         """
         n = len(words)
         for attempt in range(_REVALIDATIONS):
-            # The pass's re-reads, one per record in order, made in C; only the records
-            # that moved are then judged in Python. (Read one by one in Python, the 15
-            # records of a fork of depth 4 cost 2.8 us on 3.13t, where a writer beside the
-            # lookup had moved one of them.)
+            # The pass's re-reads, one per record in order, made in C and compared by
+            # identity (see _records_moved); only the records that moved are then judged
+            # in Python. (Read one by one in Python, the 15 records of a fork of depth 4
+            # cost 2.8 us on 3.13t, where a writer beside the lookup had moved one of them.)
             cur = list(map(_get, seen[::3]))
             moved = list(map(is_not, cur, seen[1::3]))
             if True not in moved:
