@@ -17,7 +17,8 @@ from strategies import DIALECTS
 
 from linearizability import Op, check, make_spec
 from test_cache import _ReadThen
-from test_lookup_validation import _inode_at, _recorded_lookup, _TrippingRef, _writes
+from test_lookup_validation import (_inode_at, _recorded_lookup, _TrippingRef, _unseen_by,
+                                     _writes)
 
 import ctrie._atomic as atomic
 from ctrie import CSTrie, Dialect, matches
@@ -214,20 +215,14 @@ def test_a_walks_checks_compare_by_identity(dialect, write, double_read):
         t.subscribe(sep.join(pat), pat)
     root = t._read_root()
     abc = _inode_at(t, "a.b.c")
+    abc_ref = abc.main
     # The walk reads the root's main twice (the double read), then a check re-reads it.
     bad = root.main = _ForeignOnce(root.main, _Touchy(), at=3)
-    if write:
-        def write_elsewhere():  # at I(q) only: no I-node the walk reads moves
-            bad.paused = True
-            try:
-                t.subscribe(sep.join("qt"), "qt")
-            finally:
-                bad.paused = False
-
-        abc.main = _ReadThen(abc.main, write_elsewhere)
+    if write:  # at I(q) only: no I-node the walk reads moves
+        abc.main = _ReadThen(abc_ref, _unseen_by(bad, lambda: t.subscribe(sep.join("qt"), "qt")))
     got = t.lookup(sep.join("abcd"))
     calls = bad.calls
-    root.main, abc.main = bad.ref, getattr(abc.main, "ref", abc.main)
+    root.main, abc.main = bad.ref, abc_ref
     # (A quiet AMQP walk re-reads no I-node: its version's test reads the version alone.)
     if write or dialect.value != "amqp":
         assert calls >= 3, "the bad read was never made"
@@ -261,19 +256,11 @@ def test_a_repair_confirms_a_moved_record_before_judging_it(double_read):
     walked = gcas_read(pa, t)
     star = walked.pwc.inode
     history: list[Op] = []
-    writes = _writes(t, [("unsub", "p.a.b.c", 1), ("sub", "p.a.*.c", "z")], history)
-
-    def adversary():
-        bad.paused = True  # the writers' own reads of I(p.a)
-        try:
-            writes()
-        finally:
-            bad.paused = False
-
-    star.main = _TrippingRef(star.main, {1: adversary})
     # I(p.a): the walk's two gets (the double read), then the repair's first pass (three
-    # records: the root, p, p.a) gets the copy.
+    # records: the root, p, p.a) gets the copy; the writers' own reads of it go past.
     bad = pa.main = _ForeignOnce(pa.main, _copy_of(walked), at=3)
+    writes = _writes(t, [("unsub", "p.a.b.c", 1), ("sub", "p.a.*.c", "z")], history)
+    star.main = _TrippingRef(star.main, {1: _unseen_by(bad, writes)})
     got = _recorded_lookup(t, "p.a.b.c", history)
     calls = bad.calls
     star.main, pa.main = star.main.ref, bad.ref

@@ -189,6 +189,20 @@ def test_a_lookup_whose_used_branch_keeps_changing_ends_in_bounded_walks(primed)
     t.check()
 
 
+def _unseen_by(holder, action: Callable[[], None]) -> Callable[[], None]:
+    """``action`` (an adversary's writes) wrapped so that ``holder``, a stand-in for a
+    reference, has ``paused`` set while it runs: its reads go past the stand-in's count."""
+
+    def run() -> None:
+        holder.paused = True
+        try:
+            action()
+        finally:
+            holder.paused = False
+
+    return run
+
+
 class _WalkCounter:
     """Stands in for a trie's root reference: counts the reads a lookup makes of it (one
     per walk), except while ``paused`` (the adversary's writes read it too)."""
@@ -206,15 +220,7 @@ class _WalkCounter:
 
     def unseen(self, action: Callable[[], None]) -> Callable[[], None]:
         """``action`` (an adversary's writes), its reads of the root not counted as walks."""
-
-        def run() -> None:
-            self.paused = True
-            try:
-                action()
-            finally:
-                self.paused = False
-
-        return run
+        return _unseen_by(self, action)
 
 
 # (pattern the writer adds a subscriber to, the level where the lookup took its set)
@@ -299,14 +305,10 @@ def test_a_gcas_in_flight_during_a_repair_is_never_taken_as_committed():
         sched.spawn("W", lambda: t.subscribe("a.>", "h1"))
 
         def adversary():
-            counter.paused = True
-            try:
-                assert sched.run_until("W", lambda: sched.at("W") == ("gcas_commit", "before"))
-                t.read_only_snapshot()
-            finally:
-                counter.paused = False
+            assert sched.run_until("W", lambda: sched.at("W") == ("gcas_commit", "before"))
+            t.read_only_snapshot()
 
-        _instrument(t, "a.*", adversary, budget=1)
+        _instrument(t, "a.*", counter.unseen(adversary), budget=1)
         t._root = counter
         results = []
         for _ in range(2):
@@ -441,15 +443,7 @@ def test_a_wide_level_without_a_kid_for_the_word_is_read_once(topic):
     # the root's second read: the quick check (the walk goes on) or, if the top was the
     # last read, the next walk's (there is none: it needs no check)
     write = _writes(t, [("sub", ">", "h1")], history)
-
-    def adversary():
-        counter.paused = True  # the write's own reads of the root are not walks
-        try:
-            write()
-        finally:
-            counter.paused = False
-
-    root.main = _TrippingRef(root.main, {2: adversary})
+    root.main = _TrippingRef(root.main, {2: counter.unseen(write)})
     t._root = counter
     result = _recorded_lookup(t, topic, history)
     walks = counter.walks
