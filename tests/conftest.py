@@ -87,7 +87,9 @@ def pytest_sessionfinish(session, exitstatus):
 
 def _set_double_read(monkeypatch, on: bool) -> None:
     """Whether the trie reads each replaceable reference twice (ctrie._atomic), whatever the
-    build: the flag where every module that reads it holds it."""
+    build: the flag where every module that reads it holds it. The records' batched reads
+    (``cstrie._get``, ``AtomicRef.get`` itself) call ``get()`` instead, so that the tests'
+    stand-ins for a reference serve there too."""
     import ctrie._atomic as atomic
     import ctrie.cstrie as cstrie_module
     import ctrie.gcas as gcas_module
@@ -95,6 +97,7 @@ def _set_double_read(monkeypatch, on: bool) -> None:
     monkeypatch.setattr(atomic, "FREE_THREADED_BUILD", on)
     monkeypatch.setattr(cstrie_module, "_FT", on)
     monkeypatch.setattr(gcas_module, "_FT", on)
+    monkeypatch.setattr(cstrie_module, "_get", lambda r: r.get())
 
 
 @pytest.fixture
@@ -106,16 +109,10 @@ def one_get_per_read(monkeypatch, request):
     that runs real threads is marked ``real_reads`` and keeps the build's reads."""
     if request.node.get_closest_marker("real_reads"):
         return
-    import ctrie.cstrie as cstrie_module
-
     _set_double_read(monkeypatch, False)
-    monkeypatch.setattr(cstrie_module, "_get", lambda r: r.get())  # (the stand-ins too)
 
 
 @pytest.fixture
 def double_read(monkeypatch):
     """The free-threaded build's reads, on any build (tests/test_atomic_read.py)."""
-    import ctrie.cstrie as cstrie_module
-
     _set_double_read(monkeypatch, True)
-    monkeypatch.setattr(cstrie_module, "_get", lambda r: r.get())  # (the stand-ins too)
