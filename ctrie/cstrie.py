@@ -99,7 +99,7 @@ from .nodes import (EMPTY, FANOUT, FANOUT_BITS, LEAF_MAX, MAX_SHIFT, Automaton, 
                     FailedNode, KID_MASK, Gen, INode, Main, SNode, TNode, Value, automaton, branch,
                     child_of, kid_index, kid_slot, replaced, subs_of)
 from .protocol import S
-from .rdcss import Root, rdcss_read_root, rdcss_root
+from .rdcss import Root, rdcss_read_root, rdcss_root, rdcss_swap
 from .cache import CACHE_MAX_ENTRIES, CACHE_SWEEP_TO, ResultCache
 from .size import WINDOWS, SizeCounter
 from .subsets import (SUBS_FLAT, Subscribers, SubSet, as_frozenset, union_of, with_sub,
@@ -196,6 +196,7 @@ class CSTrie(Generic[S]):
         "_quiet",
         "_calm",
         "_big",
+        "_cleanups",
     )
 
     def __new__(cls, dialect: DialectLike = Dialect.NATS, *, cache: bool = False,
@@ -243,6 +244,8 @@ class CSTrie(Generic[S]):
         # harmless (False: a SubSet unioned member by member; True, the flag never goes
         # back, as after the crowd left: one scan in C per union).
         self._big = _big
+        # Unsubscribes whose tomb may still hang on their path (see _clean_path).
+        self._cleanups: set[_Cleanup] = set()
         self.dialect = d
         self._single = d.single
         self._multi = d.multi
@@ -271,18 +274,31 @@ class CSTrie(Generic[S]):
 
     # --- snapshots --------------------------------------------------------------------------
 
-    def _swap_root_generation(self) -> tuple[INode, Main]:
-        """Give this trie's root a new generation (RDCSS), returning the old root and its
-        main node. From then on both the old root and every I-node below it are frozen:
-        GCAS on them aborts, because no root has their generation any more."""
+    def _swap_root_generation(self) -> tuple[INode, Main, tuple[_Cleanup, ...]]:
+        """Give this trie's root a new generation (RDCSS), returning the old root, its main
+        node and the clean-ups in flight at the swap (see :meth:`_clean_path`). From then
+        on both the old root and every I-node below it are frozen: GCAS on them aborts,
+        because no root has their generation any more."""
         while True:
             r = self._read_root()
             expected = gcas_read(r, self)
-            if rdcss_root(self, r, expected, INode(expected, Gen())):
-                return r, expected
+            desc = rdcss_swap(self, r, expected, INode(expected, Gen()))
+            if desc is not None:
+                taken = desc.taken.get()  # set before the root moved (ctrie.rdcss)
+                assert taken is not None
+                return r, expected, taken
+
+    def _capture_cleanups(self, taken: AtomicRef[Optional[tuple[Any, ...]]]) -> None:
+        """A root swap of this trie has committed and is about to move the root: record the
+        paths of the clean-ups in flight in ``taken`` (the first caller's record stands; see
+        :meth:`_clean_path`). Called by every thread that moves that root
+        (:func:`ctrie.rdcss.rdcss_complete`). O(records)."""
+        taken.compare_and_set(None, tuple(self._cleanups.copy()))  # (one atomic copy)
 
     def snapshot(self) -> CSTrie[S]:
-        """An O(1), consistent, writable copy; the two tries are independent afterwards.
+        """A consistent, writable copy; the two tries are independent afterwards. O(1), plus
+        O(k) per unsubscribe caught mid-clean-up (k: its pattern's length), whose tomb the
+        copy cleans before it is returned (see :meth:`_clean_path`).
 
         Linearizes at the RDCSS that renews this trie's root generation (the CAS that decides
         its descriptor COMMITTED, :mod:`ctrie.rdcss`). The copy gets a root of its own, new
@@ -291,18 +307,37 @@ class CSTrie(Generic[S]):
         """
         if self._readonly:
             return self._copy(readonly=False)
-        _, expected = self._swap_root_generation()
-        return CSTrie(self.dialect, _root=INode(expected, Gen()), _frozen=expected,
-                      _leaf_max=self._leaf_max, _big=self._big, **self._cache_options())
+        _, expected, cleanups = self._swap_root_generation()
+        snap: CSTrie[S] = CSTrie(self.dialect, _root=INode(expected, Gen()), _frozen=expected,
+                                 _leaf_max=self._leaf_max, _big=self._big,
+                                 **self._cache_options())
+        # The frozen state holds the tombs of the clean-ups the swap cut short: cleaned in
+        # the copy before anyone else can reach it (see _clean_path). Content-neutral.
+        for cu in cleanups:
+            snap._clean_path(cu.words)
+        return snap
 
     def read_only_snapshot(self) -> CSTrie[S]:
-        """An O(1), consistent, read-only view; ``subscribe``/``unsubscribe`` on it raise
-        :class:`~ctrie.ReadOnlyError`. It keeps the old root, which no writer touches again."""
+        """A consistent, read-only view; ``subscribe``/``unsubscribe`` on it raise
+        :class:`~ctrie.ReadOnlyError`. It keeps the old root, which no writer touches again,
+        or, when the swap froze tombs of unsubscribes still cleaning up, the root of a
+        private copy cleaned of them (see :meth:`_clean_path`). O(1), plus O(k) per such
+        unsubscribe (k: its pattern's length)."""
         if self._readonly:
             return self
-        old_root, _ = self._swap_root_generation()
-        return CSTrie(self.dialect, _root=old_root, _readonly=True, _leaf_max=self._leaf_max,
-                      _big=self._big, **self._cache_options())
+        old_root, expected, cleanups = self._swap_root_generation()
+        if not cleanups:
+            return CSTrie(self.dialect, _root=old_root, _readonly=True,
+                          _leaf_max=self._leaf_max, _big=self._big, **self._cache_options())
+        # The frozen state holds tombs of clean-ups the swap cut short (see _clean_path),
+        # which a read-only view could never clean: clean them in a private writable copy,
+        # then freeze that. O(records x depth): one record per unsubscribe in flight.
+        copy: CSTrie[S] = CSTrie(self.dialect, _root=INode(expected, Gen()), _frozen=expected,
+                                 _leaf_max=self._leaf_max, _big=self._big,
+                                 **self._cache_options())
+        for cu in cleanups:
+            copy._clean_path(cu.words)
+        return copy.read_only_snapshot()
 
     def _copy(self, readonly: bool) -> CSTrie[S]:
         m = gcas_read(self._read_root(), self)
@@ -668,12 +703,28 @@ class CSTrie(Generic[S]):
             if (parent is not None and type(nm) is CNode and len(nm.branches) == 1
                     and nm.kids is None and not nm.shift):  # (_contracted's precondition)
                 nm = self._contracted(nm)
-            # Linearization point: the commit of this GCAS (one pair fewer).
-            if not GCAS(inode, m, nm, self, delta=nm.npairs - m.npairs - moved):
-                return _RESTART
             if type(nm) is not TNode:
+                # Linearization point: the commit of this GCAS (one pair fewer).
+                if not GCAS(inode, m, nm, self, delta=nm.npairs - m.npairs - moved):
+                    return _RESTART
                 return True  # no tomb made here: no clean-up is ours to do
-            break
+            # The same, making a tomb: the clean-up is ours, and recorded first (see
+            # _clean_path) until the path is clean, or the GCAS failed (no tomb), or an
+            # exception ends the operation (a fault hook's: see GCAS).
+            cu = _Cleanup(words)
+            self._cleanups.add(cu)
+            try:
+                if not GCAS(inode, m, nm, self, delta=nm.npairs - m.npairs - moved):
+                    return _RESTART
+                return self._climb(nm, inode, parent, pword, frames, root, words, startgen)
+            finally:
+                self._cleanups.remove(cu)
+
+    def _climb(self, nm: TNode, inode: INode, parent: Optional[INode], pword: Optional[str],
+               frames: list[tuple[INode, Optional[INode], Optional[str]]], root: INode,
+               words: list[str], startgen: Gen) -> bool:
+        """The clean-up of :meth:`_remove`, which has committed the tomb ``nm`` at ``inode``
+        (``frames``: the levels above, as its walk down left them). True."""
         # The pair is removed. Climb back up, hash levels included. ``inode`` holds the
         # tomb ``nm``, committed above: a tomb is final, so neither the test below nor the
         # clean-up reads it again; the levels above are read.
@@ -715,10 +766,27 @@ class CSTrie(Generic[S]):
         the main node its renewal would copy), and returns when it meets no tomb: then no
         tomb of this path is reachable, since a tomb is final and reachable only along its
         own path. Otherwise it walks the path again as a writer, renewing the levels above
-        the tomb into the root's generation, compresses the tomb out of its parent and
-        starts over (the parent may be a tomb now). A round that loses a race starts over
-        too; it loses only to another operation that completed a step, so the loop is
-        lock-free. O(k) reads per round when the path is clean; a renewal copies its level.
+        the tomb into the root's generation, compresses the tomb out of its parent, and each
+        parent that entombs in turn on its way back up, then starts over. A round that loses
+        a race starts over too; it loses only to another operation that completed a step,
+        so the loop is lock-free. Uncontended, O(k) reads and GCASes in all, however many
+        levels the clean-up entombs; a renewal copies its level.
+
+        **Snapshots.** A root swap freezes the trie as it is, tombs of clean-ups in flight
+        included, and no GCAS can clean a frozen I-node, so the snapshot cleans its own copy
+        (``snapshot``; ``read_only_snapshot`` cleans a private writable copy, then freezes
+        it). It learns which paths from the trie's records (``_cleanups``): an unsubscribe
+        records its path before the GCAS that makes its tomb and takes the record back once
+        it has cleaned the path, and every thread that moves the root of a committed swap
+        first copies the records into the swap's descriptor (:meth:`_capture_cleanups`).
+        No tomb is missed: a tomb in the frozen state was made, and recorded, before the
+        swap decided, and was still there then, so its owner has still to compress it, by
+        a GCAS that first completes any swap it finds in the root (GCAS reads the root to
+        commit), copy included, and aborts on the frozen generation. The record goes only
+        after that, so every swap that froze the tomb has copied it (two snapshots during
+        one clean-up: ``tests/test_tombs.py``). A helper's GCAS (a compression met on
+        another operation's way) entombs only the parent of a tomb on a recorded path,
+        which is on that path too, and its owner reads the path clean before it lets go.
         """
         while True:
             root = self._read_root()
@@ -744,16 +812,21 @@ class CSTrie(Generic[S]):
 
     def _compress_first_tomb(self, root: INode, words: list[str]) -> None:
         """One writer walk of :meth:`_clean_path`: renew the path into ``root``'s generation
-        down to the first tomb and compress it out of its parent. Gives up (the caller
-        re-reads) whenever the path changed or a GCAS lost a race."""
+        down to the first tomb and compress it out of its parent, then each parent that
+        this entombs in turn, climbing back up as the remover does (a chain of k levels
+        emptied at once costs one walk, not k). Gives up (the caller re-reads) whenever the
+        path changed or a GCAS lost a race."""
         gen = root.gen
         inode, parent, pword = root, None, None
+        frames: list[tuple[INode, Optional[INode], Optional[str]]] = []
         i = 0
         while i < len(words):
             m = gcas_read(inode, self)
             if type(m) is not CNode:
                 # ``parent`` is of ``gen`` (renewed below); a snapshot since makes this fail.
-                self._compress_branch(parent, inode, pword, parent is root, gen)
+                while (self._compress_branch(parent, inode, pword, parent is root, gen)
+                       and frames and self._is_tomb(parent)):  # type: ignore[arg-type]
+                    inode, parent, pword = frames.pop()
                 return
             w = words[i]
             c, step = _path_step(m, w)
@@ -764,6 +837,7 @@ class CSTrie(Generic[S]):
                 if GCAS(inode, m, self._renewed(m, gen), self):
                     continue
                 return
+            frames.append((inode, parent, pword))
             inode, parent, pword = c, inode, w
             i += step
 
@@ -1818,11 +1892,24 @@ class CSTrie(Generic[S]):
                 else:
                     assert type(c) is INode, f"branch child is a {type(c).__name__} at {path + w!r}"
                     stack.append((c, path + w + self.dialect.separator, in_gen and here, None))
+        assert not self._cleanups, \
+            f"clean-ups left recorded: {sorted('.'.join(cu.words) for cu in self._cleanups)[:3]}"
         size = self._size
         n = None if size is None else size.read()
         if size is not None and n is not None:  # n None: a window left open; len() counts
             base = size.base if size.base is not None else self._count_pairs(size.frozen)
             assert base + n == pairs, f"size counter says {base + n}, the trie holds {pairs} pairs"
+
+
+class _Cleanup:
+    """The record of an unsubscribe whose tomb may hang on the path of ``words`` (see
+    :meth:`CSTrie._clean_path`). Compared by identity (two unsubscribes of one path keep a
+    record each), so a record set never calls ``==`` on the word lists."""
+
+    __slots__ = ("words",)
+
+    def __init__(self, words: list[str]) -> None:
+        self.words = words
 
 
 _get = AtomicRef.get

@@ -8,7 +8,10 @@ with a status word, as in Harris's RDCSS:
 1. *install*: CAS the root from ``ov`` to the descriptor (fails: the root moved; retry);
 2. *decide*: CAS the status once from UNDECIDED to COMMITTED, if ``ov``'s committed main node
    is still ``expected``, else to ABORTED (:func:`_verdict`);
-3. *move*: CAS the root from the descriptor to ``nv`` if COMMITTED, to ``ov`` if ABORTED.
+3. *move*: CAS the root from the descriptor to ``nv`` if COMMITTED, to ``ov`` if ABORTED. A
+   mover of a COMMITTED swap first copies the trie's records of clean-ups in flight into the
+   descriptor (``taken``; the first copy stands): the tombs the frozen state may hold, which
+   the snapshot cleans in its own copy (``CSTrie._clean_path``).
 
 Whoever reads a descriptor does steps 2 and 3 (:func:`rdcss_complete`); the initiator's
 answer is the status, read after the descriptor has left the root.
@@ -59,7 +62,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .faults import FaultHook
 
 __all__ = ["RDCSSDescriptor", "Root", "UNDECIDED", "COMMITTED", "ABORTED", "rdcss_read_root",
-           "rdcss_root", "rdcss_complete"]
+           "rdcss_root", "rdcss_swap", "rdcss_complete"]
 
 # The fault-injection hook (see ctrie.faults); None in production.
 _fault: Optional[FaultHook] = None
@@ -86,13 +89,16 @@ class RDCSSDescriptor:
     """A root swap in progress: ``ov`` -> ``nv`` provided ``ov``'s main is ``expected``.
     ``status`` (an ``AtomicRef``) goes once from UNDECIDED to COMMITTED or ABORTED."""
 
-    __slots__ = ("ov", "expected", "nv", "status")
+    __slots__ = ("ov", "expected", "nv", "status", "taken")
 
     def __init__(self, ov: INode, expected: Main, nv: INode) -> None:
         self.ov = ov
         self.expected = expected
         self.nv = nv
         self.status: AtomicRef[_Status] = AtomicRef(UNDECIDED)
+        # The trie's clean-ups in flight when the swap committed, set once before the root
+        # moves (see CSTrie._capture_cleanups): the tombs the frozen state may hold.
+        self.taken: AtomicRef[Optional[tuple[Any, ...]]] = AtomicRef(None)
 
 
 #: What a trie's root reference holds: the root I-node, or a swap in progress.
@@ -144,8 +150,16 @@ def rdcss_complete(trie: CSTrie[Any], abort: bool) -> INode:
             return r
         desc: RDCSSDescriptor = r
         # Step 3: the root's target follows the verdict; if our CAS loses, another thread
-        # moved it there (or a spurious failure): loop and read the root again.
-        target = desc.nv if _verdict(trie, desc, abort) is COMMITTED else desc.ov
+        # moved it there (or a spurious failure): loop and read the root again. Before a
+        # committed swap moves the root, every mover copies the trie's clean-ups in flight
+        # into the descriptor (the first copy stands): whoever then sees the new root knows
+        # the copy is made (CSTrie._clean_path says why that matters).
+        if _verdict(trie, desc, abort) is COMMITTED:
+            if desc.taken.get() is None:
+                trie._capture_cleanups(desc.taken)
+            target = desc.nv
+        else:
+            target = desc.ov
         if _cas_root(trie, desc, target):
             return target
 
@@ -153,10 +167,17 @@ def rdcss_complete(trie: CSTrie[Any], abort: bool) -> INode:
 def rdcss_root(trie: CSTrie[Any], ov: INode, expected: Main, nv: INode) -> bool:
     """RDCSS_ROOT: swap the root ``ov`` for ``nv`` if ``ov``'s main is still ``expected``.
     True exactly when the root went to ``nv``; the root holds an I-node on return."""
+    return rdcss_swap(trie, ov, expected, nv) is not None
+
+
+def rdcss_swap(trie: CSTrie[Any], ov: INode, expected: Main,
+               nv: INode) -> Optional[RDCSSDescriptor]:
+    """:func:`rdcss_root`, answering with the committed descriptor (its ``taken`` set), or
+    None when the root did not go to ``nv``."""
     desc = RDCSSDescriptor(ov, expected, nv)
     if not _cas_root(trie, ov, desc):
-        return False
+        return None
     # The descriptor leaves the root only at step 3, after step 2: once the root holds an
     # I-node again, the status is decided and says where the root went.
     rdcss_complete(trie, abort=False)
-    return desc.status.get() is COMMITTED
+    return desc if desc.status.get() is COMMITTED else None
