@@ -714,44 +714,45 @@ class CSTrie(Generic[S]):
             cu = _Cleanup(words)
             self._cleanups.add(cu)
             try:
-                if not GCAS(inode, m, nm, self, delta=nm.npairs - m.npairs - moved):
-                    return _RESTART
-                return self._climb(nm, inode, parent, pword, frames, root, words, startgen)
-            finally:
+                committed = GCAS(inode, m, nm, self, delta=nm.npairs - m.npairs - moved)
+            except BaseException:
                 self._cleanups.remove(cu)
-
-    def _climb(self, nm: TNode, inode: INode, parent: Optional[INode], pword: Optional[str],
-               frames: list[tuple[INode, Optional[INode], Optional[str]]], root: INode,
-               words: list[str], startgen: Gen) -> bool:
-        """The clean-up of :meth:`_remove`, which has committed the tomb ``nm`` at ``inode``
-        (``frames``: the levels above, as its walk down left them). True."""
-        # The pair is removed. Climb back up, hash levels included. ``inode`` holds the
-        # tomb ``nm``, committed above: a tomb is final, so neither the test below nor the
-        # clean-up reads it again; the levels above are read.
-        tomb: Optional[TNode] = nm
-        while parent is not None:
-            if tomb is not None or self._is_tomb(inode):
-                # Scala's cleanParent: this I-node is a tomb now; take it out of the parent
-                # so the trie stays compact. The parent, entombed in turn, goes next level up.
-                while True:
-                    done = self._compress_branch(parent, inode, pword, parent is root, startgen,
-                                                 tomb)
-                    if done is None:
-                        # Not under ``parent`` any more: compressed by another thread, or
-                        # moved into a kid leaf by a split of that level. Finish from the
-                        # root: that cleans every tomb left on the path, kids included.
-                        self._clean_path(words)
-                        return True
-                    if done:
-                        break
-                    if self._read_root().gen is not startgen:
-                        # A snapshot froze ``parent`` first: finish from the new root. That
-                        # cleans the whole path; the levels above are frozen too.
-                        self._clean_path(words)
-                        return True
-            tomb = None
-            inode, parent, pword = frames.pop()
-        return True
+                raise
+            if committed:
+                break
+            self._cleanups.remove(cu)
+            return _RESTART
+        try:
+            # The pair is removed. Climb back up, hash levels included. ``inode`` holds the
+            # tomb ``nm``, committed above: a tomb is final, so neither the test below nor the
+            # clean-up reads it again; the levels above are read.
+            tomb: Optional[TNode] = nm
+            while parent is not None:
+                if tomb is not None or self._is_tomb(inode):
+                    # Scala's cleanParent: this I-node is a tomb now; take it out of the
+                    # parent so the trie stays compact. The parent, entombed in turn, goes
+                    # next level up.
+                    while True:
+                        done = self._compress_branch(parent, inode, pword, parent is root,
+                                                     startgen, tomb)
+                        if done is None:
+                            # Not under ``parent`` any more: compressed by another thread, or
+                            # moved into a kid leaf by a split of that level. Finish from the
+                            # root: that cleans every tomb left on the path, kids included.
+                            self._clean_path(words)
+                            return True
+                        if done:
+                            break
+                        if self._read_root().gen is not startgen:
+                            # A snapshot froze ``parent`` first: finish from the new root.
+                            # That cleans the whole path; the levels above are frozen too.
+                            self._clean_path(words)
+                            return True
+                tomb = None
+                inode, parent, pword = frames.pop()
+            return True
+        finally:
+            self._cleanups.remove(cu)
 
     def _clean_path(self, words: list[str]) -> None:
         """Compress every tomb on the path of ``words`` out of the trie of the current root.
