@@ -289,8 +289,8 @@ class CSTrie(Generic[S]):
                 return r, expected, taken
 
     def _capture_cleanups(self, taken: AtomicRef[Optional[tuple[Any, ...]]]) -> None:
-        """A root swap of this trie has committed and is about to move the root: record the
-        paths of the clean-ups in flight in ``taken`` (the first caller's record stands; see
+        """A root swap of this trie has committed and is about to move the root: copy the
+        records of the clean-ups in flight into ``taken`` (the first caller's copy stands; see
         :meth:`_clean_path`). Called by every thread that moves that root
         (:func:`ctrie.rdcss.rdcss_complete`). O(records)."""
         taken.compare_and_set(None, tuple(self._cleanups.copy()))  # (one atomic copy)
@@ -308,14 +308,7 @@ class CSTrie(Generic[S]):
         if self._readonly:
             return self._copy(readonly=False)
         _, expected, cleanups = self._swap_root_generation()
-        snap: CSTrie[S] = CSTrie(self.dialect, _root=INode(expected, Gen()), _frozen=expected,
-                                 _leaf_max=self._leaf_max, _big=self._big,
-                                 **self._cache_options())
-        # The frozen state holds the tombs of the clean-ups the swap cut short: cleaned in
-        # the copy before anyone else can reach it (see _clean_path). Content-neutral.
-        for cu in cleanups:
-            snap._clean_path(cu.words)
-        return snap
+        return self._cleaned_copy(expected, cleanups)
 
     def read_only_snapshot(self) -> CSTrie[S]:
         """A consistent, read-only view; ``subscribe``/``unsubscribe`` on it raise
@@ -329,15 +322,20 @@ class CSTrie(Generic[S]):
         if not cleanups:
             return CSTrie(self.dialect, _root=old_root, _readonly=True,
                           _leaf_max=self._leaf_max, _big=self._big, **self._cache_options())
-        # The frozen state holds tombs of clean-ups the swap cut short (see _clean_path),
-        # which a read-only view could never clean: clean them in a private writable copy,
-        # then freeze that. O(records x depth): one record per unsubscribe in flight.
-        copy: CSTrie[S] = CSTrie(self.dialect, _root=INode(expected, Gen()), _frozen=expected,
+        # A read-only view could never clean the tombs it froze: freeze a cleaned copy.
+        return self._cleaned_copy(expected, cleanups).read_only_snapshot()
+
+    def _cleaned_copy(self, frozen: Main, cleanups: tuple[_Cleanup, ...]) -> CSTrie[S]:
+        """A writable trie over the frozen main node ``frozen`` of a root swap, with the
+        tombs of the clean-ups the swap cut short (``cleanups``, see :meth:`_clean_path`)
+        compressed out before anyone else can reach it. Content-neutral. O(1), plus O(k)
+        per clean-up (k: its pattern's length)."""
+        copy: CSTrie[S] = CSTrie(self.dialect, _root=INode(frozen, Gen()), _frozen=frozen,
                                  _leaf_max=self._leaf_max, _big=self._big,
                                  **self._cache_options())
         for cu in cleanups:
             copy._clean_path(cu.words)
-        return copy.read_only_snapshot()
+        return copy
 
     def _copy(self, readonly: bool) -> CSTrie[S]:
         m = gcas_read(self._read_root(), self)
@@ -708,21 +706,15 @@ class CSTrie(Generic[S]):
                 if not GCAS(inode, m, nm, self, delta=nm.npairs - m.npairs - moved):
                     return _RESTART
                 return True  # no tomb made here: no clean-up is ours to do
-            # The same, making a tomb: the clean-up is ours, and recorded first (see
-            # _clean_path) until the path is clean, or the GCAS failed (no tomb), or an
-            # exception ends the operation (a fault hook's: see GCAS).
-            cu = _Cleanup(words)
-            self._cleanups.add(cu)
-            try:
-                committed = GCAS(inode, m, nm, self, delta=nm.npairs - m.npairs - moved)
-            except BaseException:
-                self._cleanups.remove(cu)
-                raise
-            if committed:
-                break
-            self._cleanups.remove(cu)
-            return _RESTART
+            break
+        # The same GCAS (the same linearization point), making a tomb: the clean-up is
+        # ours, and recorded first (see _clean_path) until the path is clean, or the GCAS
+        # failed (no tomb), or an exception ends the operation (a fault hook's: see GCAS).
+        cu = _Cleanup(words)
+        self._cleanups.add(cu)
         try:
+            if not GCAS(inode, m, nm, self, delta=nm.npairs - m.npairs - moved):
+                return _RESTART
             # The pair is removed. Climb back up, hash levels included. ``inode`` holds the
             # tomb ``nm``, committed above: a tomb is final, so neither the test below nor the
             # clean-up reads it again; the levels above are read.

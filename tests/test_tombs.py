@@ -88,11 +88,12 @@ def _unsubscribe_taking_snapshots(trie: CSTrie, how: str, when) -> list[CSTrie]:
     return taken
 
 
-def _unsubscribe_with_hook(trie: CSTrie, hook) -> None:
-    """Unsubscribe the script's last pattern from ``trie`` with ``hook`` at every CAS site."""
+def _unsubscribe_with_hook(trie: CSTrie, hook, pattern: str = SCRIPT_UNSUBSCRIBE[-1]) -> None:
+    """Unsubscribe ``pattern`` (by default the script's last) from ``trie`` with ``hook`` at
+    every CAS site."""
     faults.set_fault_hook(hook)
     try:
-        assert trie.unsubscribe(SCRIPT_UNSUBSCRIBE[-1], "s")
+        assert trie.unsubscribe(pattern, "s")
     finally:
         faults.set_fault_hook(None)
 
@@ -252,11 +253,7 @@ def test_a_snapshot_cleans_a_deep_cascade_in_one_walk(how, monkeypatch):
                 taken.append(walks[0])
         return False
 
-    faults.set_fault_hook(hook)
-    try:
-        assert trie.unsubscribe(".".join(words), "s")
-    finally:
-        faults.set_fault_hook(None)
+    _unsubscribe_with_hook(trie, hook, ".".join(words))
     snap, snapshot_walks = taken
     assert snapshot_walks <= 3, f"{snapshot_walks} path walks to clean a cascade of {K}"
     snap.check()
